@@ -1,0 +1,7 @@
+package cmd
+
+import "github.com/spf13/cobra"
+
+// addCommands wires every subcommand into root.
+func addCommands(root *cobra.Command, s Streams) {
+}

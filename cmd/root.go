@@ -1,0 +1,125 @@
+// Package cmd holds verl-score's cobra commands: flags, wiring and exit
+// codes. The work itself lives in the other packages.
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes shared by every command.
+const (
+	ExitOK          = 0 // done
+	ExitFailed      = 1 // could not run: I/O, configuration, sandbox unusable
+	ExitUsage       = 2 // bad flags or arguments
+	ExitRegression  = 3 // check/diff: rewards moved beyond the tolerance
+	ExitInterrupted = 4 // stopped by a signal; resumable
+)
+
+const exitHelp = `
+EXIT STATUS
+  0  done
+  1  failed (I/O, configuration, sandbox unusable)
+  2  usage error
+  3  regression (check, diff)
+  4  interrupted; the output and journal allow --resume
+`
+
+// Streams are the command's standard streams, swapped for buffers in tests.
+type Streams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+}
+
+// UsageError marks errors in how the command was called (exit 2).
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+func usageErrorf(format string, args ...any) error {
+	return &UsageError{Err: fmt.Errorf(format, args...)}
+}
+
+// ExitError carries a specific exit code (with an optional message to print).
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit %d", e.Code)
+	}
+	return e.Err.Error()
+}
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// NewRootCmd builds the command tree.
+func NewRootCmd(s Streams) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "verl-score",
+		Short: "Re-score code-generation rollouts with verl's sandbox verdicts",
+		Long: `verl-score runs generated programs against their test cases in a sandbox
+(a SandboxFusion server, or its own embedded sandbox) and writes verl's
+per-case verdicts and rewards for every response.` + exitHelp,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.SetIn(s.In)
+	root.SetOut(s.Out)
+	root.SetErr(s.ErrOut)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &UsageError{Err: err}
+	})
+	addCommands(root, s)
+	return root
+}
+
+// Main runs the CLI with os.Args and returns the process exit code.
+func Main() int {
+	ctx, stop := signalContext(context.Background())
+	defer stop()
+	return Run(ctx, os.Args[1:], Streams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
+}
+
+// Run executes the command line args and maps the outcome to an exit code.
+func Run(ctx context.Context, args []string, s Streams) int {
+	root := NewRootCmd(s)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	return exitCode(err, s.ErrOut)
+}
+
+func exitCode(err error, w io.Writer) int {
+	if err == nil {
+		return ExitOK
+	}
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		if ee.Err != nil {
+			fmt.Fprintln(w, "verl-score:", ee.Err)
+		}
+		return ee.Code
+	}
+	fmt.Fprintln(w, "verl-score:", err)
+	var ue *UsageError
+	if errors.As(err, &ue) {
+		return ExitUsage
+	}
+	return ExitFailed
+}
+
+// signalContext returns a context cancelled by the first SIGINT/SIGTERM.
+// A second signal is left to the command (see interruptLevels).
+func signalContext(parent context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+}

@@ -1,0 +1,182 @@
+package sandboxclient
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+)
+
+// Verdict is the outcome code of one test case, as verl records it:
+// True (1), False (0), or one of the negative error codes.
+type Verdict int8
+
+// Verdict codes (SPEC 5).
+const (
+	VerdictFalse        Verdict = 0
+	VerdictTrue         Verdict = 1
+	VerdictAPIError     Verdict = -1 // request failed, sandbox error, unknown state
+	VerdictRuntimeError Verdict = -2
+	VerdictTimeout      Verdict = -3
+	VerdictCompileError Verdict = -4
+)
+
+// String renders the verdict the way verl's result lists print it.
+func (v Verdict) String() string {
+	switch v {
+	case VerdictTrue:
+		return "True"
+	case VerdictFalse:
+		return "False"
+	default:
+		return strconv.Itoa(int(v))
+	}
+}
+
+// Case statuses (SPEC 5 and 6).
+const (
+	CaseSuccess                = "success"
+	CaseWrongAnswer            = "wrong_answer"
+	CaseAPIError               = "api_error"
+	CaseSandboxError           = "sandbox_error"
+	CaseCompileError           = "compile_error"
+	CaseCompileTimeout         = "compile_timeout"
+	CaseCompileErrorSkipped    = "compile_error_skipped"
+	CaseTimeout                = "timeout"
+	CaseRuntimeError           = "runtime_error"
+	CaseUnknownFailure         = "unknown_failure"
+	CaseUnknownFailureState    = "unknown_failure_state"
+	CaseUnexpectedSuccessState = "unexpected_success_state"
+	CaseUnknownAPIStatusPrefix = "unknown_api_status_"
+)
+
+// CaseResult is the verdict of one test case with verl's per-case metadata
+// (same field names), plus the number of HTTP attempts and a flag telling
+// infrastructure failures apart from verdicts about the code.
+type CaseResult struct {
+	Verdict Verdict `json:"verdict"`
+
+	CaseIndex       int      `json:"case_index"`
+	Input           string   `json:"input"`
+	ExpectedOutput  string   `json:"expected_output"`
+	APIRequestError *string  `json:"api_request_error"`
+	Status          string   `json:"status"`
+	Stdout          *string  `json:"stdout"`
+	Stderr          *string  `json:"stderr"`
+	ExitCode        *int     `json:"exit_code"`
+	Duration        *float64 `json:"duration"`
+	CompileDuration *float64 `json:"compile_duration"`
+	CompileStderr   *string  `json:"compile_stderr"`
+	APIStatus       *string  `json:"api_status"`
+	CompileStatus   *string  `json:"compile_status"`
+	RunStatus       *string  `json:"run_status"`
+
+	Attempts int  `json:"attempts"`
+	Infra    bool `json:"infra_error"`
+}
+
+// Judge turns the outcome of one request into the case's verdict and
+// metadata, row for row as SPEC 5 says. input and expectedText are the
+// case's input and expected output as verl prints them (Python str());
+// expected is the expected output, nil when the ground truth has null
+// (any finished run then passes).
+func Judge(caseIndex int, input, expectedText string, expected *string, resp *Response, err error) CaseResult {
+	r := CaseResult{CaseIndex: caseIndex, Input: input, ExpectedOutput: expectedText, Verdict: VerdictAPIError}
+	if err != nil {
+		msg := err.Error()
+		r.APIRequestError = &msg
+		r.Status = CaseAPIError
+		r.Infra = true
+		var apiErr *APIError
+		if errors.As(err, &apiErr) {
+			r.Attempts = apiErr.Attempts
+		} else {
+			r.Attempts = 1
+		}
+		return r
+	}
+	if resp == nil {
+		r.Status = "unknown_api_state"
+		r.Infra = true
+		return r
+	}
+	r.Attempts = resp.Attempts
+	status := resp.Status
+	r.APIStatus = &status
+	cr, rr := resp.CompileResult, resp.RunResult
+	if cr != nil {
+		r.CompileStatus = strPtr(cr.Status)
+		r.CompileDuration = floatPtr(cr.ExecutionTime)
+		r.CompileStderr = strPtr(cr.Stderr)
+	}
+	if rr != nil {
+		r.RunStatus = strPtr(rr.Status)
+		r.Stdout = strPtr(rr.Stdout)
+		r.Stderr = strPtr(rr.Stderr)
+		r.ExitCode = rr.ReturnCode
+		r.Duration = floatPtr(rr.ExecutionTime)
+	}
+
+	switch status {
+	case StatusSandboxError:
+		r.Status = CaseSandboxError
+		r.Infra = true
+	case StatusFailed:
+		switch {
+		case cr != nil && (cr.Status == StepError || cr.Status == StepTimeLimitExceeded ||
+			(cr.Status == StepFinished && !isZero(cr.ReturnCode))):
+			r.Verdict = VerdictCompileError
+			if cr.Status == StepTimeLimitExceeded {
+				r.Status = CaseCompileTimeout
+			} else {
+				r.Status = CaseCompileError
+			}
+		case rr != nil:
+			switch {
+			case rr.Status == StepTimeLimitExceeded:
+				r.Verdict, r.Status = VerdictTimeout, CaseTimeout
+			case rr.Status == StepError || (rr.Status == StepFinished && !isZero(rr.ReturnCode)):
+				r.Verdict, r.Status = VerdictRuntimeError, CaseRuntimeError
+			default:
+				r.Status = CaseUnknownFailure
+				r.Infra = true
+			}
+		default:
+			r.Status = CaseUnknownFailureState
+			r.Infra = true
+		}
+	case StatusSuccess:
+		if rr != nil && rr.Status == StepFinished {
+			if expected == nil || strings.TrimRight(rr.Stdout, "\n") == strings.TrimRight(*expected, "\n") {
+				r.Verdict, r.Status = VerdictTrue, CaseSuccess
+			} else {
+				r.Verdict, r.Status = VerdictFalse, CaseWrongAnswer
+			}
+		} else {
+			r.Status = CaseUnexpectedSuccessState
+			r.Infra = true
+		}
+	default:
+		r.Status = CaseUnknownAPIStatusPrefix + status
+		r.Infra = true
+	}
+	return r
+}
+
+// isZero reports whether a return code is present and 0. A missing return
+// code counts as non-zero, as Python's `None != 0` does.
+func isZero(rc *int) bool { return rc != nil && *rc == 0 }
+
+func strPtr(s string) *string     { return &s }
+func floatPtr(f float64) *float64 { return &f }
+
+// APIError is a request that got no usable response: a transport error, a
+// non-2xx status after the retries allowed, or a body that is not JSON.
+type APIError struct {
+	Attempts   int   // HTTP requests made
+	StatusCode int   // last HTTP status, 0 if none was received
+	Err        error // what went wrong last
+}
+
+func (e *APIError) Error() string { return "api call failed: " + e.Err.Error() }
+
+func (e *APIError) Unwrap() error { return e.Err }
