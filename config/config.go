@@ -1,0 +1,232 @@
+// Package config loads verl-score's one typed configuration with viper:
+// command-line flags win over VERL_SCORE_* environment variables (and
+// SANDBOX_FUSION_URL), which win over a config file, which wins over the
+// defaults.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+)
+
+// Config is the effective configuration of a run.
+type Config struct {
+	SandboxURL string `mapstructure:"sandbox_url"`
+
+	MaxConcurrent int     `mapstructure:"max_concurrent"`
+	Timeout       float64 `mapstructure:"timeout"`
+	MemoryLimitMB int     `mapstructure:"memory_limit_mb"`
+	Mode          string  `mapstructure:"mode"`
+	Language      string  `mapstructure:"language"`
+	Extract       string  `mapstructure:"extract"`
+	NoCompileSkip bool    `mapstructure:"no_compile_skip"`
+
+	ResponseKey    string `mapstructure:"response_key"`
+	DataSourceKey  string `mapstructure:"data_source_key"`
+	GroundTruthKey string `mapstructure:"ground_truth_key"`
+	DataSource     string `mapstructure:"data_source"`
+
+	InfraErrors     string `mapstructure:"infra_errors"`
+	CasesOutMaxText int    `mapstructure:"cases_out_max_text"`
+
+	RetryOverload      bool   `mapstructure:"retry_overload"`
+	RetrySandboxErrors int    `mapstructure:"retry_sandbox_errors"`
+	LocalConcurrency   int    `mapstructure:"local_concurrency"`
+	LocalIsolation     string `mapstructure:"isolation"`
+}
+
+// Setting describes one configuration key: its flag, default and help.
+type Setting struct {
+	Key     string
+	Flag    string
+	Default any
+	Usage   string
+}
+
+// Settings lists every key, in the order `verl-score config` prints them.
+func Settings() []Setting {
+	return []Setting{
+		{"sandbox_url", "sandbox-url", "", "SandboxFusion run_code URL (env SANDBOX_FUSION_URL); empty runs code in the embedded sandbox"},
+		{"max_concurrent", "max-concurrent", 64, "requests in flight across all responses and cases"},
+		{"timeout", "timeout", 10.0, "compile and run timeout of each case, in seconds"},
+		{"memory_limit_mb", "memory-limit", 1024, "memory limit of each case, in MB"},
+		{"mode", "mode", "auto", "scoring mode: auto (verl's routing by data source), continuous or all"},
+		{"language", "language", "python", "language of every solution (verl sends python), or auto to take it from the code fence"},
+		{"extract", "extract", "verl", "code extraction rule: verl or prime"},
+		{"no_compile_skip", "no-compile-skip", false, "send every case even after a compile error (verdicts are the same)"},
+		{"response_key", "response-key", "responses", "column holding the responses (a list of strings or one string)"},
+		{"data_source_key", "data-source-key", "data_source", "column holding the data source"},
+		{"ground_truth_key", "ground-truth-key", "reward_model.ground_truth", "dotted path of the ground truth"},
+		{"data_source", "data-source", "", "data source for rows that have none (rollout dumps)"},
+		{"infra_errors", "infra-errors", "score", "responses with infrastructure failures: score (count them, as verl) or mask (leave them out of the means)"},
+		{"cases_out_max_text", "cases-out-max-text", 4096, "bytes of stdout/stderr kept per case in --cases-out"},
+		{"retry_overload", "retry-overload", true, "retry 429, 503 and refused/reset connections with backoff"},
+		{"retry_sandbox_errors", "retry-sandbox-errors", 1, "attempts in all for a SandboxError answer (1 = no retry, as verl)"},
+		{"local_concurrency", "local-concurrency", runtime.NumCPU(), "programs run at once by the embedded sandbox"},
+		{"isolation", "isolation", "auto", "embedded sandbox isolation: auto (all the kernel allows) or none"},
+	}
+}
+
+// envPrefix is the prefix of the environment variables read.
+const envPrefix = "VERL_SCORE"
+
+// Loader binds a command's flags, the environment and a config file.
+type Loader struct {
+	v     *viper.Viper
+	flags *pflag.FlagSet
+	keys  map[string]bool
+}
+
+// AddFlags registers the flags of the given keys on fs and returns a
+// Loader that reads them. Keys not given still load from env, file and
+// defaults.
+func AddFlags(fs *pflag.FlagSet, keys ...string) *Loader {
+	l := &Loader{v: viper.New(), flags: fs, keys: map[string]bool{}}
+	want := map[string]bool{}
+	for _, k := range keys {
+		want[k] = true
+	}
+	for _, s := range Settings() {
+		l.v.SetDefault(s.Key, s.Default)
+		if !want[s.Key] {
+			continue
+		}
+		l.keys[s.Key] = true
+		switch d := s.Default.(type) {
+		case string:
+			fs.String(s.Flag, d, s.Usage)
+		case int:
+			fs.Int(s.Flag, d, s.Usage)
+		case float64:
+			fs.Float64(s.Flag, d, s.Usage)
+		case bool:
+			fs.Bool(s.Flag, d, s.Usage)
+		}
+	}
+	fs.String("config", "", "config file (YAML, JSON or TOML); keys as in `verl-score config`")
+	return l
+}
+
+// Load resolves the configuration. A config file named by --config must
+// exist; without --config, ./verl-score.yaml is read when present.
+func (l *Loader) Load() (*Config, error) {
+	v := l.v
+	for _, s := range Settings() {
+		if l.keys[s.Key] {
+			if err := v.BindPFlag(s.Key, l.flags.Lookup(s.Flag)); err != nil {
+				return nil, err
+			}
+		}
+		if err := v.BindEnv(s.Key, envName(s.Key)); err != nil {
+			return nil, err
+		}
+	}
+	if err := v.BindEnv("sandbox_url", envName("sandbox_url"), "SANDBOX_FUSION_URL"); err != nil {
+		return nil, err
+	}
+	path, _ := l.flags.GetString("config")
+	if path != "" {
+		v.SetConfigFile(path)
+		if err := v.ReadInConfig(); err != nil {
+			return nil, fmt.Errorf("config file %s: %w", path, err)
+		}
+	} else if _, err := os.Stat("verl-score.yaml"); err == nil {
+		v.SetConfigFile("verl-score.yaml")
+		if err := v.ReadInConfig(); err != nil {
+			return nil, fmt.Errorf("config file verl-score.yaml: %w", err)
+		}
+	}
+	var c Config
+	if err := v.Unmarshal(&c); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// ConfigFile returns the config file that was read, or "".
+func (l *Loader) ConfigFile() string { return l.v.ConfigFileUsed() }
+
+func envName(key string) string { return envPrefix + "_" + strings.ToUpper(key) }
+
+// Validate checks values that have a fixed set of choices or a range.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.MaxConcurrent <= 0 {
+		errs = append(errs, fmt.Errorf("max_concurrent must be positive, got %d", c.MaxConcurrent))
+	}
+	if c.Timeout <= 0 {
+		errs = append(errs, fmt.Errorf("timeout must be positive, got %g", c.Timeout))
+	}
+	if c.MemoryLimitMB <= 0 {
+		errs = append(errs, fmt.Errorf("memory_limit_mb must be positive, got %d", c.MemoryLimitMB))
+	}
+	if c.LocalConcurrency <= 0 {
+		errs = append(errs, fmt.Errorf("local_concurrency must be positive, got %d", c.LocalConcurrency))
+	}
+	if c.RetrySandboxErrors <= 0 {
+		errs = append(errs, fmt.Errorf("retry_sandbox_errors must be at least 1, got %d", c.RetrySandboxErrors))
+	}
+	oneOf := func(key, val string, choices ...string) {
+		for _, ch := range choices {
+			if val == ch {
+				return
+			}
+		}
+		errs = append(errs, fmt.Errorf("%s must be one of %s, got %q", key, strings.Join(choices, ", "), val))
+	}
+	oneOf("mode", c.Mode, "auto", "continuous", "all")
+	oneOf("extract", c.Extract, "verl", "prime")
+	oneOf("infra_errors", c.InfraErrors, "score", "mask")
+	oneOf("isolation", c.LocalIsolation, "auto", "none")
+	return errors.Join(errs...)
+}
+
+// Source says where the value of key came from.
+func (l *Loader) Source(key string) string {
+	if l.keys[key] {
+		for _, s := range Settings() {
+			if s.Key == key {
+				if f := l.flags.Lookup(s.Flag); f != nil && f.Changed {
+					return "flag --" + s.Flag
+				}
+			}
+		}
+	}
+	if _, ok := os.LookupEnv(envName(key)); ok {
+		return "env " + envName(key)
+	}
+	if key == "sandbox_url" {
+		if _, ok := os.LookupEnv("SANDBOX_FUSION_URL"); ok {
+			return "env SANDBOX_FUSION_URL"
+		}
+	}
+	if l.v.InConfig(key) {
+		return "file " + l.v.ConfigFileUsed()
+	}
+	return "default"
+}
+
+// Entry is one line of the effective configuration.
+type Entry struct {
+	Key    string `json:"key"`
+	Value  any    `json:"value"`
+	Source string `json:"source"`
+}
+
+// Effective lists every key with its value and source.
+func (l *Loader) Effective() []Entry {
+	var out []Entry
+	for _, s := range Settings() {
+		out = append(out, Entry{Key: s.Key, Value: l.v.Get(s.Key), Source: l.Source(s.Key)})
+	}
+	return out
+}
