@@ -342,8 +342,17 @@ func isOverload(status int, err error) bool {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
 		return true
 	case 0:
+		// A request that timed out is not retried (as verl): the program
+		// may really run that long, and every retry would wait as long.
+		var ne net.Error
+		if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+			return false
+		}
+		// net.ErrClosed: the transport closed the connection under a
+		// write because its reader saw the peer reset or close it.
 		return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
-			errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+			errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+			errors.Is(err, net.ErrClosed)
 	}
 	return false
 }
