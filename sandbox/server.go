@@ -1,0 +1,479 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/verl-score/verl-score/sandboxclient"
+)
+
+// Defaults of ServerOptions.
+const (
+	DefaultMaxBodyBytes    = 32 << 20
+	DefaultShutdownTimeout = time.Minute
+)
+
+// SandboxFusion's defaults for fields a request leaves out (its
+// RunCodeRequest model). A memory limit of -1 means no limit.
+const (
+	defaultCompileTimeout = 10.0
+	defaultRunTimeout     = 10.0
+	defaultMemoryLimitMB  = -1
+)
+
+// ServerOptions tune a Server. Zero values take the documented defaults.
+type ServerOptions struct {
+	// MaxInFlight is how many requests run at once (default: NumCPU).
+	MaxInFlight int
+	// MaxQueue is how many more requests may wait for a run slot (default
+	// 4*MaxInFlight); beyond it the server answers 503 with Retry-After: 1.
+	// A negative value means no queue at all.
+	MaxQueue int
+	// MaxBodyBytes bounds a request body (default 32 MiB); larger bodies
+	// get 413.
+	MaxBodyBytes int64
+	// ShutdownTimeout bounds how long ListenAndServe waits for requests in
+	// progress once its context is cancelled (default one minute); runs
+	// still going after it are cancelled.
+	ShutdownTimeout time.Duration
+	// Logger receives one debug line per request (default: discard).
+	Logger *slog.Logger
+}
+
+// Server answers SandboxFusion's HTTP API (POST /run_code) with a
+// sandboxclient.Client, so that verl's own client can use verl-score's
+// sandbox unchanged. It also serves GET /health and GET /metrics.
+type Server struct {
+	client   sandboxclient.Client
+	opts     ServerOptions
+	slots    chan struct{} // one token per running request
+	admitted atomic.Int64  // running + waiting requests
+	metrics  *serverMetrics
+	log      *slog.Logger
+}
+
+// NewServer returns a server that runs every request with c.
+func NewServer(c sandboxclient.Client, opts ServerOptions) *Server {
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = runtime.NumCPU()
+	}
+	switch {
+	case opts.MaxQueue == 0:
+		opts.MaxQueue = 4 * opts.MaxInFlight
+	case opts.MaxQueue < 0:
+		opts.MaxQueue = 0
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.ShutdownTimeout <= 0 {
+		opts.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Server{
+		client:  c,
+		opts:    opts,
+		slots:   make(chan struct{}, opts.MaxInFlight),
+		metrics: newServerMetrics(),
+		log:     log,
+	}
+}
+
+// Handler returns the server's HTTP routes.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/run_code", s.handleRunCode)
+	mux.HandleFunc("/health", s.handleHealth)
+	mux.HandleFunc("/metrics", s.handleMetrics)
+	return mux
+}
+
+// ListenAndServe listens on addr and serves until ctx is cancelled, then
+// stops accepting connections and waits for requests in progress (at most
+// ShutdownTimeout, after which their runs are cancelled). ready, if not
+// nil, is called with the bound address once the listener is open. It
+// returns nil after a clean shutdown.
+func (s *Server) ListenAndServe(ctx context.Context, addr string, ready func(net.Addr)) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	return s.Serve(ctx, ln, ready)
+}
+
+// Serve is ListenAndServe on an open listener, which it closes.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func(net.Addr)) error {
+	// Requests must outlive ctx so that a shutdown lets them finish; they
+	// are cancelled through hardStop only when the grace period is over.
+	hardStop, stopRuns := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRuns()
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		BaseContext:       func(net.Listener) context.Context { return hardStop },
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	if ready != nil {
+		ready(ln.Addr())
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+
+	select {
+	case err := <-serveErr:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	graceCtx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
+	defer cancel()
+	err := srv.Shutdown(graceCtx)
+	if err != nil {
+		// Grace period over: cancel the runs still going and drop their
+		// connections.
+		stopRuns()
+		srv.Close()
+		err = fmt.Errorf("shutdown: requests still running after %s: %w", s.opts.ShutdownTimeout, err)
+	}
+	if serr := <-serveErr; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = fmt.Errorf("serve: %w", serr)
+	}
+	return err
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		methodNotAllowed(w, "GET, HEAD")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, `{"status":"ok"}`+"\n")
+}
+
+func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		methodNotAllowed(w, "GET, HEAD")
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	s.metrics.writeTo(w)
+}
+
+func methodNotAllowed(w http.ResponseWriter, allow string) {
+	w.Header().Set("Allow", allow)
+	writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"detail": "Method Not Allowed"})
+}
+
+func (s *Server) handleRunCode(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	code, status, lang := s.runCode(w, r)
+	s.metrics.observeRequest(code, status)
+	s.log.LogAttrs(r.Context(), slog.LevelDebug, "request",
+		slog.String("method", r.Method),
+		slog.String("path", r.URL.Path),
+		slog.String("remote", r.RemoteAddr),
+		slog.Int("code", code),
+		slog.String("language", lang),
+		slog.String("status", status),
+		slog.Duration("duration", time.Since(start)),
+	)
+}
+
+// runCode answers one /run_code request and returns the HTTP status, the
+// response's top-level status (empty if none) and the language asked for.
+func (s *Server) runCode(w http.ResponseWriter, r *http.Request) (code int, status, lang string) {
+	if r.Method != http.MethodPost {
+		methodNotAllowed(w, http.MethodPost)
+		return http.StatusMethodNotAllowed, "", ""
+	}
+	if r.ContentLength > s.opts.MaxBodyBytes {
+		return s.tooLarge(w), "", ""
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return s.tooLarge(w), "", ""
+		}
+		// The client went away or sent a broken body; nobody reads this.
+		writeJSON(w, http.StatusBadRequest, map[string]string{"detail": "could not read the request body"})
+		return http.StatusBadRequest, "", ""
+	}
+	req, problems := decodeRunRequest(body)
+	if len(problems) > 0 {
+		writeJSON(w, http.StatusUnprocessableEntity, validationError{Detail: problems})
+		return http.StatusUnprocessableEntity, "", langOf(req)
+	}
+	lang = req.Language
+
+	ctx := r.Context()
+	release, ok, err := s.acquire(ctx)
+	if !ok {
+		w.Header().Set("Retry-After", "1")
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"detail": "sandbox queue is full, retry later"})
+		return http.StatusServiceUnavailable, "", lang
+	}
+	if err != nil {
+		// The caller gave up while waiting; it will not read the answer.
+		return 499, "", lang
+	}
+	runStart := time.Now()
+	resp, err := s.client.Run(ctx, req)
+	s.metrics.observeRun(lang, time.Since(runStart))
+	release()
+	if err != nil {
+		if ctx.Err() != nil {
+			return 499, "", lang
+		}
+		resp = &sandboxclient.Response{
+			Status:  sandboxclient.StatusSandboxError,
+			Message: fmt.Sprintf("exception on running code: %v", err),
+		}
+	}
+	if resp.Files == nil {
+		resp.Files = map[string]string{}
+	}
+	writeJSON(w, http.StatusOK, resp)
+	return http.StatusOK, resp.Status, lang
+}
+
+func (s *Server) tooLarge(w http.ResponseWriter) int {
+	writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{
+		"detail": fmt.Sprintf("request body larger than %d bytes", s.opts.MaxBodyBytes),
+	})
+	return http.StatusRequestEntityTooLarge
+}
+
+// acquire takes a run slot, waiting in the queue if all are busy. ok is
+// false when the queue is full; err is set when ctx ends while waiting.
+// release must be called once the run is over.
+func (s *Server) acquire(ctx context.Context) (release func(), ok bool, err error) {
+	limit := int64(s.opts.MaxInFlight + s.opts.MaxQueue)
+	if s.admitted.Add(1) > limit {
+		s.admitted.Add(-1)
+		return nil, false, nil
+	}
+	release = func() {
+		<-s.slots
+		s.metrics.inFlight.Add(-1)
+		s.admitted.Add(-1)
+	}
+	select {
+	case s.slots <- struct{}{}:
+		s.metrics.inFlight.Add(1)
+		return release, true, nil
+	default:
+	}
+	s.metrics.queueDepth.Add(1)
+	defer s.metrics.queueDepth.Add(-1)
+	select {
+	case s.slots <- struct{}{}:
+		s.metrics.inFlight.Add(1)
+		return release, true, nil
+	case <-ctx.Done():
+		s.admitted.Add(-1)
+		return nil, true, ctx.Err()
+	}
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		code = http.StatusInternalServerError
+		buf.Reset()
+		fmt.Fprintf(&buf, "{\"detail\": %q}\n", err.Error())
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(code)
+	w.Write(buf.Bytes())
+}
+
+// validationError is the body of a 422 answer, shaped like FastAPI's.
+type validationError struct {
+	Detail []fieldError `json:"detail"`
+}
+
+// fieldError is one entry of a 422 answer's detail list.
+type fieldError struct {
+	Loc  []any          `json:"loc"`
+	Msg  string         `json:"msg"`
+	Type string         `json:"type"`
+	Ctx  map[string]any `json:"ctx,omitempty"`
+}
+
+func langOf(req *sandboxclient.Request) string {
+	if req == nil {
+		return ""
+	}
+	return req.Language
+}
+
+// decodeRunRequest parses a /run_code body the way SandboxFusion's request
+// model does: code and language are required, the language must be one it
+// knows, other fields take its defaults when missing, unknown fields are
+// ignored, and numbers may be sent as numeric strings. Every problem is
+// reported, not only the first.
+func decodeRunRequest(body []byte) (*sandboxclient.Request, []fieldError) {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
+		return nil, []fieldError{{Loc: []any{"body"}, Msg: "field required", Type: "value_error.missing"}}
+	}
+	var raw any
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	dec.UseNumber()
+	if err := dec.Decode(&raw); err != nil || dec.More() {
+		msg := "invalid JSON"
+		if err != nil {
+			msg = err.Error()
+		}
+		return nil, []fieldError{{Loc: []any{"body", 0}, Msg: msg, Type: "value_error.jsondecode"}}
+	}
+	fields, ok := raw.(map[string]any)
+	if !ok {
+		return nil, []fieldError{{Loc: []any{"body"}, Msg: "value is not a valid dict", Type: "type_error.dict"}}
+	}
+
+	req := &sandboxclient.Request{
+		CompileTimeout: defaultCompileTimeout,
+		RunTimeout:     defaultRunTimeout,
+		MemoryLimitMB:  defaultMemoryLimitMB,
+		Files:          map[string]string{},
+		FetchFiles:     []string{},
+	}
+	var problems []fieldError
+	bad := func(field, msg, typ string) {
+		problems = append(problems, fieldError{Loc: []any{"body", field}, Msg: msg, Type: typ})
+	}
+	missing := func(field string) { bad(field, "field required", "value_error.missing") }
+	if v, ok := fields["compile_timeout"]; ok {
+		if f, ok := asFloat(v); ok {
+			req.CompileTimeout = f
+		} else {
+			bad("compile_timeout", "value is not a valid float", "type_error.float")
+		}
+	}
+	if v, ok := fields["run_timeout"]; ok {
+		if f, ok := asFloat(v); ok {
+			req.RunTimeout = f
+		} else {
+			bad("run_timeout", "value is not a valid float", "type_error.float")
+		}
+	}
+	if v, ok := fields["memory_limit_MB"]; ok {
+		if n, ok := asInt(v); ok {
+			req.MemoryLimitMB = n
+		} else {
+			bad("memory_limit_MB", "value is not a valid integer", "type_error.integer")
+		}
+	}
+	if v, ok := fields["code"]; !ok {
+		missing("code")
+	} else if sv, ok := v.(string); ok {
+		req.Code = sv
+	} else {
+		bad("code", "str type expected", "type_error.str")
+	}
+	if v, ok := fields["stdin"]; ok && v != nil {
+		if sv, ok := v.(string); ok {
+			req.Stdin = &sv
+		} else {
+			bad("stdin", "str type expected", "type_error.str")
+		}
+	}
+	if v, ok := fields["language"]; !ok {
+		missing("language")
+	} else if sv, ok := v.(string); !ok || !sandboxclient.IsSupportedLanguage(sv) {
+		quoted := make([]string, len(sandboxclient.SupportedLanguages))
+		for i, l := range sandboxclient.SupportedLanguages {
+			quoted[i] = "'" + l + "'"
+		}
+		problems = append(problems, fieldError{
+			Loc:  []any{"body", "language"},
+			Msg:  "unexpected value; permitted: " + strings.Join(quoted, ", "),
+			Type: "value_error.const",
+			Ctx:  map[string]any{"given": v, "permitted": sandboxclient.SupportedLanguages},
+		})
+		if ok {
+			req.Language = sv
+		}
+	} else {
+		req.Language = sv
+	}
+	if v, ok := fields["files"]; ok {
+		m, ok := v.(map[string]any)
+		if !ok {
+			bad("files", "value is not a valid dict", "type_error.dict")
+		}
+		for name, content := range m {
+			switch c := content.(type) {
+			case nil:
+				req.Files[name] = ""
+			case string:
+				req.Files[name] = c
+			default:
+				problems = append(problems, fieldError{Loc: []any{"body", "files", name}, Msg: "str type expected", Type: "type_error.str"})
+			}
+		}
+	}
+	if v, ok := fields["fetch_files"]; ok {
+		list, ok := v.([]any)
+		if !ok {
+			bad("fetch_files", "value is not a valid list", "type_error.list")
+		}
+		for i, item := range list {
+			if sv, ok := item.(string); ok {
+				req.FetchFiles = append(req.FetchFiles, sv)
+			} else {
+				problems = append(problems, fieldError{Loc: []any{"body", "fetch_files", i}, Msg: "str type expected", Type: "type_error.str"})
+			}
+		}
+	}
+	return req, problems
+}
+
+// asFloat accepts a JSON number or a numeric string, as pydantic does.
+func asFloat(v any) (float64, bool) {
+	var s string
+	switch x := v.(type) {
+	case json.Number:
+		s = x.String()
+	case string:
+		s = strings.TrimSpace(x)
+	default:
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, false
+	}
+	return f, true
+}
+
+// asInt accepts a JSON number or numeric string; a fractional value is
+// truncated the way pydantic v1 does.
+func asInt(v any) (int, bool) {
+	f, ok := asFloat(v)
+	if !ok || math.Abs(f) > 1<<50 {
+		return 0, false
+	}
+	return int(f), true
+}
