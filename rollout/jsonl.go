@@ -1,0 +1,205 @@
+package rollout
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Field names of a rollout dump line (SPEC 1.2).
+const (
+	dumpResponseKey    = "output"
+	dumpGroundTruthKey = "gts"
+	dumpScoreKey       = "score"
+)
+
+// jsonlReader reads one JSONL stream. Lines are read whole whatever their
+// length (bufio.Reader.ReadBytes), one batch at a time.
+type jsonlReader struct {
+	br     *bufio.Reader
+	closer io.Closer // nil for stdin
+	name   string
+	opts   Options
+	dump   bool // lines are rollout dump lines
+
+	lineNo    int // number of the last line read
+	pending   []pendingLine
+	nextIndex int
+	done      bool
+}
+
+type pendingLine struct {
+	raw []byte
+	no  int
+}
+
+func newJSONLReader(r io.Reader, closer io.Closer, name string, opts Options) (*jsonlReader, error) {
+	jr := &jsonlReader{
+		br:     bufio.NewReaderSize(r, 256<<10),
+		closer: closer,
+		name:   name,
+		opts:   opts,
+	}
+	// Peek at the first row to tell a dump file from dataset rows.
+	raw, no, err := jr.readLine()
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	if err == nil {
+		jr.pending = append(jr.pending, pendingLine{raw: raw, no: no})
+		if ms, err := parseObject(raw); err == nil {
+			_, hasOut := get(ms, dumpResponseKey)
+			_, hasGTS := get(ms, dumpGroundTruthKey)
+			_, hasResp := lookup(ms, opts.ResponseKey)
+			jr.dump = hasOut && hasGTS && !hasResp
+		}
+	}
+	return jr, nil
+}
+
+// readLine returns the next non-blank line without its line ending and
+// trailing blanks, and its 1-based number.
+func (r *jsonlReader) readLine() ([]byte, int, error) {
+	if len(r.pending) > 0 {
+		p := r.pending[0]
+		r.pending = r.pending[1:]
+		return p.raw, p.no, nil
+	}
+	for !r.done {
+		b, err := r.br.ReadBytes('\n')
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				return nil, 0, err
+			}
+			r.done = true
+			if len(b) == 0 {
+				break
+			}
+		}
+		r.lineNo++
+		b = bytes.TrimRight(b, " \t\r\n")
+		if len(bytes.TrimLeft(b, " \t")) == 0 {
+			continue
+		}
+		return b, r.lineNo, nil
+	}
+	return nil, 0, io.EOF
+}
+
+// Kind reports Dump for rollout dump lines and JSONL otherwise.
+func (r *jsonlReader) Kind() Kind {
+	if r.dump {
+		return Dump
+	}
+	return JSONL
+}
+
+// Close closes the underlying file (not stdin).
+func (r *jsonlReader) Close() error {
+	if r.closer != nil {
+		c := r.closer
+		r.closer = nil
+		return c.Close()
+	}
+	return nil
+}
+
+// Next reads up to BatchRows rows.
+func (r *jsonlReader) Next() (*Batch, error) {
+	n := r.opts.BatchRows
+	b := &Batch{Rows: make([]Row, 0, n), lines: make([]srcLine, 0, n)}
+	for len(b.Rows) < n {
+		raw, no, err := r.readLine()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", r.name, err)
+		}
+		row, sl, err := r.parseRow(raw, no)
+		if err != nil {
+			return nil, err
+		}
+		b.Rows = append(b.Rows, row)
+		b.lines = append(b.lines, sl)
+	}
+	if len(b.Rows) == 0 {
+		return nil, io.EOF
+	}
+	return b, nil
+}
+
+// parseRow turns one line into a Row. The error is for problems that stop
+// the whole run (a reserved key); problems with the row go into Row.Err.
+func (r *jsonlReader) parseRow(raw []byte, no int) (Row, srcLine, error) {
+	row := Row{Index: r.nextIndex, File: r.name, Line: no}
+	r.nextIndex++
+	rowErr := func(field, reason string) {
+		if row.Err == nil {
+			row.Err = &RowError{File: r.name, Line: no, Field: field, Reason: reason}
+		}
+	}
+	ms, err := parseObject(raw)
+	if err != nil {
+		rowErr("", err.Error())
+		return row, srcLine{raw: raw}, nil
+	}
+	for _, m := range ms {
+		if isReserved(m.key) {
+			return Row{}, srcLine{}, fmt.Errorf("%s:%d: key %q: %w", r.name, no, m.key, ErrReservedColumn)
+		}
+	}
+	sl := srcLine{raw: raw, obj: true, empty: len(ms) == 0}
+
+	respKey, gtKey, scoreKey := r.opts.ResponseKey, r.opts.GroundTruthKey, r.opts.ScoreKey
+	if r.dump {
+		respKey, gtKey, scoreKey = dumpResponseKey, dumpGroundTruthKey, dumpScoreKey
+	}
+
+	if v, ok := lookup(ms, respKey); !ok {
+		rowErr(respKey, "missing")
+	} else {
+		resp, isList, reason := decodeResponses(v)
+		row.Responses, row.ResponseIsList = resp, isList
+		if reason != "" {
+			rowErr(respKey, reason)
+		}
+	}
+
+	if v, ok := lookup(ms, r.opts.DataSourceKey); ok {
+		switch k := jsonKind(v); k {
+		case '"':
+			var s string
+			if err := json.Unmarshal(v, &s); err != nil {
+				rowErr(r.opts.DataSourceKey, err.Error())
+			}
+			row.DataSource = s
+		case 'n':
+		default:
+			rowErr(r.opts.DataSourceKey, fmt.Sprintf("is %s, want a string", kindName(k)))
+		}
+	}
+
+	if v, ok := lookup(ms, gtKey); !ok {
+		rowErr(gtKey, "missing")
+	} else {
+		switch k := jsonKind(v); k {
+		case '"', '{':
+			row.GroundTruth = bytes.TrimSpace(v)
+		case 'n':
+			rowErr(gtKey, "null")
+		default:
+			rowErr(gtKey, fmt.Sprintf("is %s, want a JSON string or object", kindName(k)))
+		}
+	}
+
+	if v, ok := lookup(ms, scoreKey); ok {
+		if s, ok := decodeScores(v); ok {
+			row.RefScores = s
+		}
+	}
+	return row, sl, nil
+}

@@ -1,0 +1,242 @@
+package rollout
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// resultFields are the four appended fields; in list mode each is a list
+// aligned with the responses.
+func resultFields(isList bool) []arrow.Field {
+	reward := arrow.DataType(arrow.PrimitiveTypes.Float64)
+	cases := arrow.DataType(arrow.ListOf(arrow.PrimitiveTypes.Int8))
+	status := arrow.DataType(arrow.ListOf(arrow.BinaryTypes.String))
+	rerr := arrow.DataType(arrow.BinaryTypes.String)
+	if isList {
+		reward, cases, status, rerr = arrow.ListOf(reward), arrow.ListOf(cases), arrow.ListOf(status), arrow.ListOf(rerr)
+	}
+	return []arrow.Field{
+		{Name: ColReward, Type: reward, Nullable: true},
+		{Name: ColCaseResults, Type: cases, Nullable: true},
+		{Name: ColCaseStatus, Type: status, Nullable: true},
+		{Name: ColRewardError, Type: rerr, Nullable: true},
+	}
+}
+
+// writerOnly hides any Close method: the parquet writer closes its sink,
+// and the atomic file must stay open until Commit.
+type writerOnly struct{ io.Writer }
+
+// parquetWriter writes a parquet file one row group per batch, so memory
+// stays bounded by the batch size.
+type parquetWriter struct {
+	af     *atomicFile
+	fw     *pqarrow.FileWriter
+	schema *arrow.Schema
+	isList bool
+	nIn    int             // number of input columns
+	infer  []inferredField // for JSONL inputs: the inferred input columns
+	mem    memory.Allocator
+}
+
+func newParquetWriter(af *atomicFile, src Reader) (*parquetWriter, error) {
+	w := &parquetWriter{af: af, mem: memory.DefaultAllocator}
+	if pr, ok := src.(*parquetReader); ok {
+		if err := w.start(pr.schema.Fields(), pr.respList); err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// start opens the parquet writer for the given input fields.
+func (w *parquetWriter) start(in []arrow.Field, isList bool) error {
+	fields := append(append([]arrow.Field{}, in...), resultFields(isList)...)
+	w.schema = arrow.NewSchema(fields, nil)
+	w.isList = isList
+	w.nIn = len(in)
+	props := parquet.NewWriterProperties(
+		parquet.WithCompression(compress.Codecs.Zstd),
+		parquet.WithAllocator(w.mem),
+	)
+	fw, err := pqarrow.NewFileWriter(w.schema, writerOnly{w.af.bw}, props,
+		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(w.mem)))
+	if err != nil {
+		return fmt.Errorf("create parquet writer: %w", err)
+	}
+	w.fw = fw
+	return nil
+}
+
+func (w *parquetWriter) Write(b *Batch, res []RowResult) error {
+	if len(res) != len(b.Rows) {
+		return fmt.Errorf("write: %d results for %d rows", len(res), len(b.Rows))
+	}
+	if len(b.Rows) == 0 {
+		return nil
+	}
+	var inCols []arrow.Array
+	switch {
+	case b.rec != nil:
+		if w.fw == nil {
+			isList := false
+			if len(b.Rows) > 0 {
+				isList = b.Rows[0].ResponseIsList
+			}
+			if err := w.start(b.rec.Schema().Fields(), isList); err != nil {
+				return err
+			}
+		}
+		if w.infer != nil || int(b.rec.NumCols()) != w.nIn {
+			return errors.New("write: batch does not match the output's input columns")
+		}
+		inCols = b.rec.Columns()
+	case b.lines != nil:
+		if w.fw == nil {
+			inf, err := inferColumns(b.lines)
+			if err != nil {
+				return err
+			}
+			w.infer = inf
+			in := make([]arrow.Field, len(inf))
+			for i, f := range inf {
+				in[i] = f.field()
+			}
+			if err := w.start(in, listModeOf(b.Rows)); err != nil {
+				return err
+			}
+		}
+		if w.infer == nil && w.nIn > 0 {
+			return errors.New("write: JSONL batch for a parquet input's output")
+		}
+		cols, err := buildInferred(w.mem, w.infer, b)
+		if err != nil {
+			return err
+		}
+		defer releaseAll(cols)
+		inCols = cols
+	default:
+		return errors.New("write: batch holds no input rows")
+	}
+
+	resCols, err := buildResults(w.mem, b.Rows, res, w.isList)
+	if err != nil {
+		return err
+	}
+	defer releaseAll(resCols)
+	cols := append(append([]arrow.Array{}, inCols...), resCols...)
+	rec := array.NewRecordBatch(w.schema, cols, int64(len(b.Rows)))
+	defer rec.Release()
+	if err := w.fw.Write(rec); err != nil {
+		return fmt.Errorf("write parquet: %w", err)
+	}
+	return nil
+}
+
+func (w *parquetWriter) Commit() error {
+	if w.fw == nil {
+		// No rows at all: still a valid file, with the result columns.
+		if err := w.start(nil, false); err != nil {
+			w.af.abort()
+			return err
+		}
+	}
+	if err := w.fw.Close(); err != nil {
+		w.af.abort()
+		return fmt.Errorf("write parquet: %w", err)
+	}
+	return w.af.commit()
+}
+
+func (w *parquetWriter) Abort() error {
+	return w.af.abort()
+}
+
+// listModeOf decides, from the first row without an error, whether a JSONL
+// input's result columns are lists.
+func listModeOf(rows []Row) bool {
+	for _, r := range rows {
+		if r.Err == nil {
+			return r.ResponseIsList
+		}
+	}
+	for _, r := range rows {
+		if r.ResponseIsList {
+			return true
+		}
+	}
+	return false
+}
+
+func releaseAll(arrs []arrow.Array) {
+	for _, a := range arrs {
+		a.Release()
+	}
+}
+
+// buildResults builds the four result columns of a batch.
+func buildResults(mem memory.Allocator, rows []Row, res []RowResult, isList bool) ([]arrow.Array, error) {
+	reward := array.NewFloat64Builder(mem)
+	cases := array.NewListBuilder(mem, arrow.PrimitiveTypes.Int8)
+	status := array.NewListBuilder(mem, arrow.BinaryTypes.String)
+	rerr := array.NewStringBuilder(mem)
+	builders := []array.Builder{reward, cases, status, rerr}
+	var outer []*array.ListBuilder
+	if isList {
+		outer = []*array.ListBuilder{
+			array.NewListBuilder(mem, arrow.PrimitiveTypes.Float64),
+			array.NewListBuilder(mem, arrow.ListOf(arrow.PrimitiveTypes.Int8)),
+			array.NewListBuilder(mem, arrow.ListOf(arrow.BinaryTypes.String)),
+			array.NewListBuilder(mem, arrow.BinaryTypes.String),
+		}
+		reward = outer[0].ValueBuilder().(*array.Float64Builder)
+		cases = outer[1].ValueBuilder().(*array.ListBuilder)
+		status = outer[2].ValueBuilder().(*array.ListBuilder)
+		rerr = outer[3].ValueBuilder().(*array.StringBuilder)
+		for _, b := range builders {
+			b.Release()
+		}
+		builders = []array.Builder{outer[0], outer[1], outer[2], outer[3]}
+	}
+	defer func() {
+		for _, b := range builders {
+			b.Release()
+		}
+	}()
+	caseVals := cases.ValueBuilder().(*array.Int8Builder)
+	statusVals := status.ValueBuilder().(*array.StringBuilder)
+	for i, row := range rows {
+		ents, err := entries(row, res[i], isList)
+		if err != nil {
+			return nil, fmt.Errorf("write: %w", err)
+		}
+		for _, o := range outer {
+			o.Append(true)
+		}
+		for _, e := range ents {
+			reward.Append(e.reward)
+			cases.Append(true)
+			caseVals.AppendValues(e.cases, nil)
+			status.Append(true)
+			statusVals.AppendValues(e.status, nil)
+			if e.err == nil {
+				rerr.AppendNull()
+			} else {
+				rerr.Append(*e.err)
+			}
+		}
+	}
+	out := make([]arrow.Array, len(builders))
+	for i, b := range builders {
+		out[i] = b.NewArray()
+	}
+	return out, nil
+}

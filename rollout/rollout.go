@@ -1,0 +1,287 @@
+// Package rollout reads verl datasets and rollout dumps row by row and writes
+// them back out with the scorer's results appended.
+//
+// Inputs are streamed: parquet files record batch by record batch, JSONL
+// files line by line, so memory does not grow with the number of rows. Three
+// kinds of input are recognised (SPEC 1.1 and 1.2):
+//
+//   - a parquet file (*.parquet) with verl's nested schema;
+//   - a JSONL file (*.jsonl, *.json, or "-" for stdin), one JSON object per
+//     line, either dataset rows or rollout dump lines;
+//   - a rollout dump directory holding <step>.jsonl files, read in numeric
+//     step order.
+//
+// The writer keeps every input column or key untouched and appends four:
+// reward, case_results, case_status and reward_error (see Create).
+package rollout
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// Names of the four columns the writer appends to every row.
+const (
+	ColReward      = "reward"
+	ColCaseResults = "case_results"
+	ColCaseStatus  = "case_status"
+	ColRewardError = "reward_error"
+)
+
+// ResultColumns lists the appended columns in the order they are written.
+var ResultColumns = []string{ColReward, ColCaseResults, ColCaseStatus, ColRewardError}
+
+// ErrReservedColumn is wrapped by the error returned when an input already has
+// a column or key named like one of ResultColumns. verl-score never renames or
+// overwrites input columns, so such an input (typically an already scored
+// file) is refused rather than silently changed.
+var ErrReservedColumn = errors.New("input already has this column; verl-score refuses to overwrite it")
+
+// Options says where the scorer's inputs are found in a row.
+type Options struct {
+	// ResponseKey names the response column: a list of strings (verl's
+	// generation output) or a single string. Default "responses".
+	ResponseKey string
+	// DataSourceKey names the data source column. Default "data_source".
+	DataSourceKey string
+	// GroundTruthKey is a dotted path to the ground truth through nested
+	// structs or objects. Default "reward_model.ground_truth".
+	GroundTruthKey string
+	// ScoreKey names an optional reference score column, scalar or a list
+	// aligned with the responses. Default "score".
+	ScoreKey string
+	// BatchRows is the number of rows per batch. Default 512.
+	BatchRows int
+	// Warn, when set, receives warnings that do not stop reading, such as
+	// files skipped in a dump directory.
+	Warn func(msg string)
+}
+
+// DefaultOptions returns the options matching verl's defaults.
+func DefaultOptions() Options {
+	return Options{
+		ResponseKey:    "responses",
+		DataSourceKey:  "data_source",
+		GroundTruthKey: "reward_model.ground_truth",
+		ScoreKey:       "score",
+		BatchRows:      512,
+	}
+}
+
+// withDefaults fills the zero fields of o from DefaultOptions.
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	if o.ResponseKey == "" {
+		o.ResponseKey = d.ResponseKey
+	}
+	if o.DataSourceKey == "" {
+		o.DataSourceKey = d.DataSourceKey
+	}
+	if o.GroundTruthKey == "" {
+		o.GroundTruthKey = d.GroundTruthKey
+	}
+	if o.ScoreKey == "" {
+		o.ScoreKey = d.ScoreKey
+	}
+	if o.BatchRows <= 0 {
+		o.BatchRows = d.BatchRows
+	}
+	return o
+}
+
+func (o Options) warn(format string, args ...any) {
+	if o.Warn != nil {
+		o.Warn(fmt.Sprintf(format, args...))
+	}
+}
+
+// Kind is the kind of input a Reader reads.
+type Kind int
+
+// Kinds of input.
+const (
+	Parquet Kind = iota + 1
+	JSONL
+	Dump
+)
+
+// String returns the kind's name.
+func (k Kind) String() string {
+	switch k {
+	case Parquet:
+		return "parquet"
+	case JSONL:
+		return "jsonl"
+	case Dump:
+		return "dump"
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// Row is one input row with what the scorer needs.
+type Row struct {
+	// Index is the 0-based position in the whole input, across all files
+	// of a dump directory.
+	Index int
+	// File is the file the row came from ("-" for stdin).
+	File string
+	// Line is the 1-based line number (JSONL and dumps) or the 1-based row
+	// number within the parquet file.
+	Line int
+	// Responses are the completions to score. A scalar response column
+	// gives one; a list column gives as many as the list holds. When Err is
+	// set Responses may be empty.
+	Responses []string
+	// ResponseIsList is true when the response column is a list; the
+	// outputs are then lists aligned with Responses.
+	ResponseIsList bool
+	// DataSource is "" when the row has none (dumps).
+	DataSource string
+	// GroundTruth is the raw JSON of the ground truth: a JSON string (verl
+	// stores it as a string) or a JSON object (a parquet struct converted to
+	// JSON, or a decoded JSON object). It is nil when missing or null, and
+	// Err then says so.
+	GroundTruth []byte
+	// RefScores are the reference scores (ScoreKey) when the row has them,
+	// one per value in the column (a scalar score gives one); NaN where
+	// null. nil when the row has no score.
+	RefScores []float64
+	// Err is a problem with this row (a bad JSON line, a missing field, a
+	// wrong type). The row still gets exactly one output row; the error is
+	// a *RowError naming the file, line or row, and field.
+	Err error
+}
+
+// RowError is a problem with one input row.
+type RowError struct {
+	File   string
+	Line   int    // line (JSONL) or row (parquet) number, 1-based
+	Parq   bool   // Line is a parquet row number
+	Field  string // "" when the row as a whole is bad
+	Reason string
+}
+
+// Error returns e.g. `taco.jsonl:17: field "reward_model.ground_truth": missing`.
+func (e *RowError) Error() string {
+	var b strings.Builder
+	if e.Parq {
+		fmt.Fprintf(&b, "%s: row %d: ", e.File, e.Line)
+	} else {
+		fmt.Fprintf(&b, "%s:%d: ", e.File, e.Line)
+	}
+	if e.Field != "" {
+		fmt.Fprintf(&b, "field %q: ", e.Field)
+	}
+	b.WriteString(e.Reason)
+	return b.String()
+}
+
+// Batch is a run of consecutive input rows.
+type Batch struct {
+	Rows []Row
+
+	// rec holds the input record batch for parquet inputs; the writer
+	// passes its columns through unchanged.
+	rec arrow.RecordBatch
+	// lines holds the input lines for JSONL inputs, aligned with Rows.
+	lines []srcLine
+}
+
+// srcLine is one JSONL input line as read.
+type srcLine struct {
+	raw   []byte // the line without its line ending and trailing blanks
+	obj   bool   // raw is a JSON object
+	empty bool   // raw is an object without members
+}
+
+// Release drops the batch's reference to its input record batch. It is
+// optional: memory is managed by the Go garbage collector.
+func (b *Batch) Release() {
+	if b.rec != nil {
+		b.rec.Release()
+		b.rec = nil
+	}
+}
+
+// Reader reads an input batch by batch.
+type Reader interface {
+	// Next returns the next batch, or io.EOF after the last one.
+	Next() (*Batch, error)
+	// Kind is the kind of input being read.
+	Kind() Kind
+	// Close releases the files.
+	Close() error
+}
+
+// Open opens the input at path: "-" is JSONL on stdin, a directory is a
+// rollout dump directory, *.parquet is parquet and *.jsonl or *.json is JSONL
+// (a JSONL file whose first row has "output" and "gts" and no response key is
+// read as a rollout dump file).
+func Open(path string, opts Options) (Reader, error) {
+	opts = opts.withDefaults()
+	if path == "-" {
+		return OpenReader(os.Stdin, "-", opts)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("open input: %w", err)
+	}
+	if st.IsDir() {
+		return openDumpDir(path, opts)
+	}
+	switch formatOf(path) {
+	case formatParquet:
+		return openParquet(path, opts)
+	case formatJSONL:
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("open input: %w", err)
+		}
+		r, err := newJSONLReader(f, f, path, opts)
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		return r, nil
+	}
+	return nil, fmt.Errorf("open input %s: unknown format (want a .parquet, .jsonl or .json file, a dump directory, or - for stdin)", path)
+}
+
+// OpenReader reads JSONL (dataset rows or rollout dump lines) from r; name is
+// used in messages and as Row.File. Closing the Reader does not close r.
+func OpenReader(r io.Reader, name string, opts Options) (Reader, error) {
+	return newJSONLReader(r, nil, name, opts.withDefaults())
+}
+
+type format int
+
+const (
+	formatUnknown format = iota
+	formatParquet
+	formatJSONL
+)
+
+func formatOf(path string) format {
+	p := strings.ToLower(path)
+	switch {
+	case strings.HasSuffix(p, ".parquet"):
+		return formatParquet
+	case strings.HasSuffix(p, ".jsonl"), strings.HasSuffix(p, ".json"):
+		return formatJSONL
+	}
+	return formatUnknown
+}
+
+func isReserved(name string) bool {
+	for _, c := range ResultColumns {
+		if name == c {
+			return true
+		}
+	}
+	return false
+}

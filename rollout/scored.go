@@ -1,0 +1,346 @@
+package rollout
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// ScoredRow is one row of a scored output, as Create wrote it.
+type ScoredRow struct {
+	Index          int // 0-based row position in the output
+	File           string
+	Line           int // 1-based line (JSONL) or row (parquet) number
+	DataSource     string
+	ResponseIsList bool // the result columns are lists
+	Rewards        []float64
+	CaseResults    [][]int8
+	CaseStatus     [][]string
+	Errors         []*string
+	RefScores      []float64 // the ScoreKey column or field, NaN where null; nil when absent
+}
+
+// ScoredReader reads a scored output row by row.
+type ScoredReader interface {
+	// Next returns the next row, or io.EOF after the last one.
+	Next() (*ScoredRow, error)
+	Close() error
+}
+
+// OpenScored opens an output written by Create (parquet or JSONL) to read
+// back the four result columns, the data source and the reference scores.
+func OpenScored(path string, opts Options) (ScoredReader, error) {
+	opts = opts.withDefaults()
+	switch formatOf(path) {
+	case formatParquet:
+		return openScoredParquet(path, opts)
+	case formatJSONL:
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("open scored output: %w", err)
+		}
+		return &scoredJSONL{jr: &jsonlReader{br: bufio.NewReaderSize(f, 256<<10), closer: f, name: path, opts: opts}}, nil
+	}
+	return nil, fmt.Errorf("open scored output %s: unknown format (want .parquet, .jsonl or .json)", path)
+}
+
+type scoredJSONL struct {
+	jr    *jsonlReader
+	index int
+}
+
+func (s *scoredJSONL) Close() error { return s.jr.Close() }
+
+func (s *scoredJSONL) Next() (*ScoredRow, error) {
+	raw, no, err := s.jr.readLine()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, io.EOF
+		}
+		return nil, fmt.Errorf("read %s: %w", s.jr.name, err)
+	}
+	where := fmt.Sprintf("%s:%d", s.jr.name, no)
+	ms, err := parseObject(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	row := &ScoredRow{Index: s.index, File: s.jr.name, Line: no}
+	s.index++
+	opts := s.jr.opts
+	if v, ok := lookup(ms, opts.DataSourceKey); ok && jsonKind(v) == '"' {
+		json.Unmarshal(v, &row.DataSource)
+	}
+	if v, ok := lookup(ms, opts.ScoreKey); ok {
+		row.RefScores, _ = decodeScores(v)
+	}
+	field := func(name string) (json.RawMessage, error) {
+		v, ok := get(ms, name)
+		if !ok {
+			return nil, fmt.Errorf("%s: field %q: missing (not a verl-score output?)", where, name)
+		}
+		return v, nil
+	}
+	rv, err := field(ColReward)
+	if err != nil {
+		return nil, err
+	}
+	row.ResponseIsList = jsonKind(rv) == '['
+	// Decode every column as a list, wrapping scalars.
+	wrap := func(v json.RawMessage) json.RawMessage {
+		if row.ResponseIsList {
+			return v
+		}
+		return json.RawMessage("[" + string(v) + "]")
+	}
+	var rewards []*float64
+	if err := json.Unmarshal(wrap(rv), &rewards); err != nil {
+		return nil, fmt.Errorf("%s: field %q: %w", where, ColReward, err)
+	}
+	row.Rewards = make([]float64, len(rewards))
+	for i, r := range rewards {
+		if r == nil {
+			row.Rewards[i] = nan()
+		} else {
+			row.Rewards[i] = *r
+		}
+	}
+	cv, err := field(ColCaseResults)
+	if err != nil {
+		return nil, err
+	}
+	var cases [][]json.RawMessage
+	if err := json.Unmarshal(wrap(cv), &cases); err != nil {
+		return nil, fmt.Errorf("%s: field %q: %w", where, ColCaseResults, err)
+	}
+	row.CaseResults = make([][]int8, len(cases))
+	for i, cs := range cases {
+		row.CaseResults[i] = make([]int8, len(cs))
+		for j, c := range cs {
+			switch jsonKind(c) {
+			case 't':
+				row.CaseResults[i][j] = 1
+			case 'f':
+				row.CaseResults[i][j] = 0
+			default:
+				if err := json.Unmarshal(c, &row.CaseResults[i][j]); err != nil {
+					return nil, fmt.Errorf("%s: field %q: %w", where, ColCaseResults, err)
+				}
+			}
+		}
+	}
+	sv, err := field(ColCaseStatus)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(wrap(sv), &row.CaseStatus); err != nil {
+		return nil, fmt.Errorf("%s: field %q: %w", where, ColCaseStatus, err)
+	}
+	ev, err := field(ColRewardError)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(wrap(ev), &row.Errors); err != nil {
+		return nil, fmt.Errorf("%s: field %q: %w", where, ColRewardError, err)
+	}
+	return row, nil
+}
+
+type scoredParquet struct {
+	path           string
+	pf             *file.Reader
+	rr             pqarrow.RecordReader
+	cols           [4]int // reward, case_results, case_status, reward_error
+	isList         bool
+	ds, score      *fieldPath
+	scoreList      bool
+	rec            arrow.RecordBatch
+	pos, recOffset int
+}
+
+func openScoredParquet(path string, opts Options) (_ *scoredParquet, err error) {
+	pf, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		return nil, fmt.Errorf("open scored output %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			pf.Close()
+		}
+	}()
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(opts.BatchRows)}, memory.DefaultAllocator)
+	if err != nil {
+		return nil, fmt.Errorf("open scored output %s: %w", path, err)
+	}
+	schema, err := fr.Schema()
+	if err != nil {
+		return nil, fmt.Errorf("open scored output %s: %w", path, err)
+	}
+	s := &scoredParquet{path: path, pf: pf}
+	for k, name := range ResultColumns {
+		idx := schema.FieldIndices(name)
+		if len(idx) == 0 {
+			return nil, fmt.Errorf("%s: no %q column (not a verl-score output?)", path, name)
+		}
+		s.cols[k] = idx[0]
+	}
+	rt := schema.Field(s.cols[0]).Type
+	switch {
+	case isNumberType(rt):
+	case listElem(rt) != nil && isNumberType(listElem(rt)):
+		s.isList = true
+	default:
+		return nil, fmt.Errorf("%s: column %q is %s, want double or list<double>", path, ColReward, rt)
+	}
+	if ds, ok := resolveField(schema.Fields(), opts.DataSourceKey); ok && isStringType(ds.typ) {
+		s.ds = &ds
+	}
+	if sc, ok := resolveField(schema.Fields(), opts.ScoreKey); ok {
+		switch {
+		case isNumberType(sc.typ):
+			s.score = &sc
+		case listElem(sc.typ) != nil && isNumberType(listElem(sc.typ)):
+			s.score, s.scoreList = &sc, true
+		}
+	}
+	rr, err := fr.GetRecordReader(context.Background(), nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("open scored output %s: %w", path, err)
+	}
+	s.rr = rr
+	return s, nil
+}
+
+func (s *scoredParquet) Close() error {
+	if s.rec != nil {
+		s.rec.Release()
+		s.rec = nil
+	}
+	if s.rr != nil {
+		s.rr.Release()
+		s.rr = nil
+	}
+	if s.pf != nil {
+		err := s.pf.Close()
+		s.pf = nil
+		return err
+	}
+	return nil
+}
+
+func (s *scoredParquet) Next() (*ScoredRow, error) {
+	for s.rec == nil || s.pos >= int(s.rec.NumRows()) {
+		if s.rec != nil {
+			s.recOffset += int(s.rec.NumRows())
+			s.rec.Release()
+			s.rec = nil
+		}
+		if s.rr == nil {
+			return nil, errors.New("scored reader is closed")
+		}
+		rec, err := s.rr.Read()
+		if errors.Is(err, io.EOF) || (err == nil && rec == nil) {
+			return nil, io.EOF
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", s.path, err)
+		}
+		rec.Retain()
+		s.rec, s.pos = rec, 0
+	}
+	i := s.pos
+	s.pos++
+	n := s.recOffset + i
+	row := &ScoredRow{Index: n, File: s.path, Line: n + 1, ResponseIsList: s.isList}
+	if s.ds != nil {
+		if c := s.ds.chain(s.rec); !nullAt(c, i) {
+			row.DataSource = stringAt(c[len(c)-1], i)
+		}
+	}
+	if s.score != nil {
+		c := s.score.chain(s.rec)
+		leaf := c[len(c)-1]
+		switch {
+		case nullAt(c, i):
+			if !s.scoreList {
+				row.RefScores = []float64{nan()}
+			}
+		case s.scoreList:
+			l := leaf.(array.ListLike)
+			start, end := l.ValueOffsets(i)
+			for j := start; j < end; j++ {
+				row.RefScores = append(row.RefScores, numberAt(l.ListValues(), int(j)))
+			}
+		default:
+			row.RefScores = []float64{numberAt(leaf, i)}
+		}
+	}
+	// Treat scalar columns as lists of one, so one loop reads both.
+	type span struct {
+		arr        arrow.Array
+		start, end int
+	}
+	spanOf := func(col arrow.Array) span {
+		if !s.isList {
+			return span{col, i, i + 1}
+		}
+		if col.IsNull(i) {
+			return span{col, 0, 0}
+		}
+		l := col.(array.ListLike)
+		start, end := l.ValueOffsets(i)
+		return span{l.ListValues(), int(start), int(end)}
+	}
+	rw := spanOf(s.rec.Column(s.cols[0]))
+	for j := rw.start; j < rw.end; j++ {
+		row.Rewards = append(row.Rewards, numberAt(rw.arr, j))
+	}
+	cr := spanOf(s.rec.Column(s.cols[1]))
+	for j := cr.start; j < cr.end; j++ {
+		var cs []int8
+		if !cr.arr.IsNull(j) {
+			l := cr.arr.(array.ListLike)
+			start, end := l.ValueOffsets(j)
+			vals := l.ListValues()
+			for k := start; k < end; k++ {
+				cs = append(cs, int8(numberAt(vals, int(k))))
+			}
+		}
+		row.CaseResults = append(row.CaseResults, cs)
+	}
+	st := spanOf(s.rec.Column(s.cols[2]))
+	for j := st.start; j < st.end; j++ {
+		var ss []string
+		if !st.arr.IsNull(j) {
+			l := st.arr.(array.ListLike)
+			start, end := l.ValueOffsets(j)
+			vals := l.ListValues()
+			for k := start; k < end; k++ {
+				ss = append(ss, stringAt(vals, int(k)))
+			}
+		}
+		row.CaseStatus = append(row.CaseStatus, ss)
+	}
+	er := spanOf(s.rec.Column(s.cols[3]))
+	for j := er.start; j < er.end; j++ {
+		if er.arr.IsNull(j) {
+			row.Errors = append(row.Errors, nil)
+			continue
+		}
+		e := stringAt(er.arr, j)
+		row.Errors = append(row.Errors, &e)
+	}
+	return row, nil
+}
+
+func nan() float64 { return math.NaN() }
