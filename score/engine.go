@@ -1,0 +1,550 @@
+// Package score is verl-score's engine: it turns solutions (a completion, its
+// ground truth and a scoring mode) into per-case verdicts and a score, with
+// every request to the sandbox under one global limit.
+package score
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/verl-score/verl-score/sandboxclient"
+	"github.com/verl-score/verl-score/testcases"
+)
+
+// Mode chooses how a solution's cases become its score.
+type Mode int
+
+const (
+	// ModeAuto routes by data source as verl's default reward does:
+	// codecontests, apps, codeforces and taco are scored continuously,
+	// everything else over all cases.
+	ModeAuto Mode = iota
+	// ModeContinuous scores passed cases among the first min(n, 10).
+	ModeContinuous
+	// ModeAll scores passed cases among all n.
+	ModeAll
+)
+
+// ParseMode parses "auto", "continuous" or "all".
+func ParseMode(s string) (Mode, error) {
+	switch strings.ToLower(s) {
+	case "", "auto":
+		return ModeAuto, nil
+	case "continuous":
+		return ModeContinuous, nil
+	case "all":
+		return ModeAll, nil
+	}
+	return 0, fmt.Errorf("unknown scoring mode %q (want auto, continuous or all)", s)
+}
+
+func (m Mode) String() string {
+	switch m {
+	case ModeContinuous:
+		return "continuous"
+	case ModeAll:
+		return "all"
+	}
+	return "auto"
+}
+
+// continuousSources are the data sources verl's default reward sends to the
+// sandbox scorer with continuous scoring.
+var continuousSources = map[string]bool{"codecontests": true, "apps": true, "codeforces": true, "taco": true}
+
+// Continuous reports whether a solution of dataSource is scored
+// continuously under mode m.
+func (m Mode) Continuous(dataSource string) bool {
+	switch m {
+	case ModeContinuous:
+		return true
+	case ModeAll:
+		return false
+	}
+	return continuousSources[dataSource]
+}
+
+// LanguageAuto takes each solution's language from its code fence.
+const LanguageAuto = "auto"
+
+// Options configure an Engine.
+type Options struct {
+	MaxConcurrent int     // requests in flight across all solutions (verl: 64)
+	Timeout       float64 // compile and run timeout of each case, seconds (verl: 10)
+	MemoryLimitMB int     // verl: 1024
+	Mode          Mode
+	Language      string         // default language; "python" as verl, or LanguageAuto
+	Extract       testcases.Rule // code extraction rule
+	// NoCompileSkip sends every case even after a compile error, as verl
+	// does; the verdicts are the same either way.
+	NoCompileSkip bool
+	// Window bounds the solutions in progress (dispatched but not yet
+	// emitted); it keeps memory flat however long the input is. Default
+	// 4*MaxConcurrent, at least 64.
+	Window int
+}
+
+// DefaultOptions are verl's defaults.
+func DefaultOptions() Options {
+	return Options{MaxConcurrent: 64, Timeout: 10, MemoryLimitMB: 1024, Language: "python"}
+}
+
+// Solution is one completion to score.
+type Solution struct {
+	ID          int64  // caller's identifier, handed back in the Result
+	Completion  string // the model's response text
+	GroundTruth []byte // raw JSON ground truth (see testcases.Parse)
+	DataSource  string
+	Language    string // overrides Options.Language when not ""
+	// Err, when set, is a problem found before scoring (a bad input row):
+	// the solution scores 0 with this error and no case is run.
+	Err error
+}
+
+// Result is the outcome of one Solution.
+type Result struct {
+	ID         int64
+	Score      float64
+	Continuous bool
+	Language   string
+	Cases      []sandboxclient.CaseResult // in case order
+	Err        string                     // "" when the solution could be scored
+	Requests   int                        // requests sent (attempts not counted)
+	Saved      int                        // requests not sent thanks to compile-error skipping
+	Retries    int                        // extra HTTP attempts
+	// Aborted is set when the context was cancelled while cases were in
+	// flight: the verdicts are incomplete and must not be kept.
+	Aborted bool
+}
+
+// Verdicts returns the verdict codes of r's cases.
+func (r *Result) Verdicts() []int8 {
+	v := make([]int8, len(r.Cases))
+	for i := range r.Cases {
+		v[i] = int8(r.Cases[i].Verdict)
+	}
+	return v
+}
+
+// Statuses returns the status names of r's cases.
+func (r *Result) Statuses() []string {
+	s := make([]string, len(r.Cases))
+	for i := range r.Cases {
+		s[i] = r.Cases[i].Status
+	}
+	return s
+}
+
+// Infra reports whether any case of r ended in an infrastructure failure.
+func (r *Result) Infra() bool {
+	for i := range r.Cases {
+		if r.Cases[i].Infra {
+			return true
+		}
+	}
+	return false
+}
+
+// Errors that end a solution before any case is run.
+var (
+	ErrMissingCode = errors.New("Invalid completion (missing code block)")
+)
+
+// Progress counts the engine's work with atomics, for a progress display.
+type Progress struct {
+	CasesTotal atomic.Int64 // cases known (grows as solutions are parsed)
+	CasesDone  atomic.Int64 // cases with a verdict (skipped ones included)
+	Solutions  atomic.Int64 // solutions emitted
+	InfraErrs  atomic.Int64 // cases with an infrastructure failure
+	InFlight   atomic.Int64 // requests in flight now
+}
+
+// Engine scores solutions through a sandbox client.
+type Engine struct {
+	client   sandboxclient.Client
+	opts     Options
+	sem      chan struct{}
+	progress *Progress
+}
+
+// New returns an Engine over client. opts.MaxConcurrent must be positive.
+func New(client sandboxclient.Client, opts Options) (*Engine, error) {
+	if client == nil {
+		return nil, errors.New("score: nil sandbox client")
+	}
+	if opts.MaxConcurrent <= 0 {
+		return nil, fmt.Errorf("max concurrent must be positive, got %d", opts.MaxConcurrent)
+	}
+	if opts.Timeout <= 0 {
+		return nil, fmt.Errorf("timeout must be positive, got %g", opts.Timeout)
+	}
+	if opts.MemoryLimitMB <= 0 {
+		return nil, fmt.Errorf("memory limit must be positive, got %d MB", opts.MemoryLimitMB)
+	}
+	if opts.Language == "" {
+		opts.Language = "python"
+	}
+	if opts.Window <= 0 {
+		opts.Window = max(4*opts.MaxConcurrent, 64)
+	}
+	return &Engine{
+		client:   client,
+		opts:     opts,
+		sem:      make(chan struct{}, opts.MaxConcurrent),
+		progress: &Progress{},
+	}, nil
+}
+
+// Progress returns the engine's live counters.
+func (e *Engine) Progress() *Progress { return e.progress }
+
+// solState is one solution on its way through the engine.
+type solState struct {
+	res      Result
+	set      *testcases.Set
+	code     string
+	program  string // the program of every case when the set has no assert cases
+	lang     string
+	pending  sync.WaitGroup
+	mu       sync.Mutex
+	firstCE  int // smallest case index known to be -4, or -1
+	sent     []bool
+	done     chan struct{}
+	finished bool
+}
+
+// Run scores every solution received from in and calls emit with the
+// results in the order the solutions arrived, one at a time from a single
+// goroutine. It returns when in is closed and every result is emitted, or
+// when emit fails. Cancelling ctx aborts the requests in flight: their
+// results come back with Aborted set. To stop gracefully, stop sending and
+// close in; what was received is finished.
+func (e *Engine) Run(ctx context.Context, in <-chan Solution, emit func(*Result) error) error {
+	queue := make(chan *solState, e.opts.Window)
+	emitErr := make(chan error, 1)
+	stopDispatch := make(chan struct{})
+	var dispatchers sync.WaitGroup
+	dispatchers.Add(1)
+	go func() {
+		defer dispatchers.Done()
+		defer close(queue)
+		for sol := range in {
+			st := e.start(sol)
+			select {
+			case queue <- st:
+			case <-stopDispatch:
+				return
+			}
+			// Each solution dispatches its own cases; the window bounds
+			// how many do at once, the semaphore the requests.
+			dispatchers.Add(1)
+			go func() {
+				defer dispatchers.Done()
+				e.dispatch(ctx, st)
+			}()
+		}
+	}()
+	go func() {
+		var err error
+		for st := range queue {
+			if err != nil {
+				continue // drain so the dispatcher is not stuck
+			}
+			<-st.done
+			e.progress.Solutions.Add(1)
+			if err = emit(&st.res); err != nil {
+				close(stopDispatch)
+			}
+		}
+		emitErr <- err
+	}()
+	err := <-emitErr
+	dispatchers.Wait()
+	if err != nil {
+		// Drain the input so a producer blocked on it can finish.
+		go func() {
+			for range in {
+			}
+		}()
+	}
+	return err
+}
+
+// start parses a solution and decides its language and mode.
+func (e *Engine) start(sol Solution) *solState {
+	st := &solState{done: make(chan struct{}), firstCE: -1}
+	st.res.ID = sol.ID
+	st.res.Continuous = e.opts.Mode.Continuous(sol.DataSource)
+	if sol.Err != nil {
+		st.res.Err = sol.Err.Error()
+		st.finished = true
+		close(st.done)
+		return st
+	}
+	code, tag, ok := testcases.Extract(sol.Completion, e.opts.Extract)
+	lang := sol.Language
+	if lang == "" {
+		lang = e.opts.Language
+	}
+	if lang == LanguageAuto {
+		lang = LanguageFromTag(tag)
+	}
+	st.lang = lang
+	st.res.Language = lang
+	if !ok {
+		st.res.Err = ErrMissingCode.Error()
+		st.finished = true
+		close(st.done)
+		return st
+	}
+	set, err := testcases.Parse(sol.GroundTruth)
+	if err != nil {
+		st.res.Err = err.Error()
+		st.finished = true
+		close(st.done)
+		return st
+	}
+	st.set, st.code = set, code
+	if !set.HasAsserts() && len(set.Cases) > 0 {
+		st.program = set.Program(code, 0, lang)
+	}
+	n := len(set.Cases)
+	st.res.Cases = make([]sandboxclient.CaseResult, n)
+	st.sent = make([]bool, n)
+	e.progress.CasesTotal.Add(int64(n))
+	if set.Mismatch {
+		for i, c := range set.Cases {
+			msg := "Input/output count mismatch"
+			st.res.Cases[i] = sandboxclient.CaseResult{
+				Verdict: sandboxclient.VerdictAPIError, CaseIndex: i, Input: c.Input,
+				ExpectedOutput: c.ExpectedText, Status: "input_output_mismatch", APIRequestError: &msg,
+			}
+		}
+		e.progress.CasesDone.Add(int64(n))
+		e.finish(st)
+		return st
+	}
+	if n == 0 {
+		e.finish(st)
+	}
+	return st
+}
+
+// LanguageFromTag maps a code fence's tag to a sandbox language; an
+// untagged fence is python, as verl assumes. Unknown tags are returned as
+// they are and fail as an unsupported language.
+func LanguageFromTag(tag string) string {
+	switch strings.ToLower(tag) {
+	case "", "python", "py", "python3":
+		return "python"
+	case "cpp", "c++", "cxx", "cc":
+		return "cpp"
+	case "java":
+		return "java"
+	case "go", "golang":
+		return "go"
+	case "javascript", "js", "node", "nodejs":
+		return "nodejs"
+	case "bash", "sh", "shell":
+		return "bash"
+	case "rust", "rs":
+		return "rust"
+	}
+	return strings.ToLower(tag)
+}
+
+// compiledLanguages have a compile step on a SandboxFusion server.
+var compiledLanguages = map[string]bool{
+	"cpp": true, "cuda": true, "go": true, "go_test": true, "java": true, "junit": true, "rust": true,
+	"csharp": true, "scala": true, "kotlin_script": true, "swift": true, "D_ut": true, "typescript": true,
+	"lean": true, "verilog": true,
+}
+
+// dispatch sends st's cases in case order, each after taking a slot of the
+// global limit. Once a case is known to be a compile error, later cases
+// not yet sent are not sent: SPEC 6 overwrites their verdicts anyway. For
+// a compiled language the first case goes alone, so a compile error costs
+// one request.
+func (e *Engine) dispatch(ctx context.Context, st *solState) {
+	defer e.waitAndFinish(st)
+	if st.set == nil || st.set.Mismatch || len(st.set.Cases) == 0 {
+		return
+	}
+	if !sandboxclient.IsSupportedLanguage(st.lang) {
+		for i := range st.set.Cases {
+			err := &sandboxclient.APIError{Err: fmt.Errorf("unsupported language %q", st.lang)}
+			st.res.Cases[i] = e.judge(st, i, nil, err)
+			e.progress.CasesDone.Add(1)
+			e.progress.InfraErrs.Add(1)
+		}
+		return
+	}
+	probe := compiledLanguages[st.lang] && !e.opts.NoCompileSkip
+	skip := func(i int) bool {
+		return !e.opts.NoCompileSkip && st.skipFrom() >= 0 && st.skipFrom() < i
+	}
+	for i := range st.set.Cases {
+		if skip(i) {
+			return
+		}
+		select {
+		case e.sem <- struct{}{}:
+		case <-ctx.Done():
+			st.mu.Lock()
+			st.res.Aborted = true
+			st.mu.Unlock()
+			return
+		}
+		// Check again: a compile error may have come back while waiting.
+		if skip(i) {
+			<-e.sem
+			return
+		}
+		st.sent[i] = true
+		st.pending.Add(1)
+		e.progress.InFlight.Add(1)
+		if i == 0 && probe {
+			e.send(ctx, st, i)
+			continue
+		}
+		go e.send(ctx, st, i)
+	}
+}
+
+// send runs case i; the caller holds a slot of the limit, which send
+// releases.
+func (e *Engine) send(ctx context.Context, st *solState, i int) {
+	defer st.pending.Done()
+	resp, err := e.client.Run(ctx, e.request(st, i))
+	e.progress.InFlight.Add(-1)
+	<-e.sem
+	cr := e.judge(st, i, resp, err)
+	e.progress.CasesDone.Add(1)
+	if cr.Infra {
+		e.progress.InfraErrs.Add(1)
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.res.Cases[i] = cr
+	st.res.Requests++
+	if cr.Attempts > 1 {
+		st.res.Retries += cr.Attempts - 1
+	}
+	if cr.Verdict == sandboxclient.VerdictCompileError && (st.firstCE < 0 || i < st.firstCE) {
+		st.firstCE = i
+	}
+	if ctx.Err() != nil && cr.Status == sandboxclient.CaseAPIError {
+		st.res.Aborted = true
+	}
+}
+
+// waitAndFinish completes st once its in-flight cases return, without
+// holding up the dispatch of the next solutions.
+func (e *Engine) waitAndFinish(st *solState) {
+	go func() {
+		st.pending.Wait()
+		e.finish(st)
+	}()
+}
+
+func (st *solState) skipFrom() int {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.firstCE
+}
+
+func (e *Engine) request(st *solState, i int) *sandboxclient.Request {
+	c := &st.set.Cases[i]
+	code := st.program
+	if code == "" {
+		code = st.set.Program(st.code, i, st.lang)
+	}
+	return &sandboxclient.Request{
+		CompileTimeout: e.opts.Timeout,
+		RunTimeout:     e.opts.Timeout,
+		Code:           code,
+		Stdin:          c.Stdin,
+		MemoryLimitMB:  e.opts.MemoryLimitMB,
+		Language:       st.lang,
+		Files:          map[string]string{},
+		FetchFiles:     []string{},
+	}
+}
+
+func (e *Engine) judge(st *solState, i int, resp *sandboxclient.Response, err error) sandboxclient.CaseResult {
+	c := &st.set.Cases[i]
+	return sandboxclient.Judge(i, c.Input, c.ExpectedText, c.Expected, resp, err)
+}
+
+// finish applies the compile-error rule and the score, then releases st.
+func (e *Engine) finish(st *solState) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.finished {
+		return
+	}
+	st.finished = true
+	cases := st.res.Cases
+	k := -1 // smallest index with a -4 verdict among the cases that have one
+	for i := range cases {
+		if cases[i].Status != "" && cases[i].Verdict == sandboxclient.VerdictCompileError {
+			k = i
+			break
+		}
+	}
+	for i := range cases {
+		if st.sent == nil || st.sent[i] || cases[i].Status != "" {
+			continue
+		}
+		// Never sent.
+		c := &st.set.Cases[i]
+		if k >= 0 && i > k {
+			cases[i] = sandboxclient.CaseResult{
+				Verdict: sandboxclient.VerdictCompileError, CaseIndex: i, Input: c.Input,
+				ExpectedOutput: c.ExpectedText, Status: sandboxclient.CaseCompileErrorSkipped,
+			}
+			st.res.Saved++
+			e.progress.CasesDone.Add(1)
+		} else {
+			// Not sent because the run was aborted.
+			msg := "not sent: run interrupted"
+			cases[i] = sandboxclient.CaseResult{
+				Verdict: sandboxclient.VerdictAPIError, CaseIndex: i, Input: c.Input,
+				ExpectedOutput: c.ExpectedText, Status: sandboxclient.CaseAPIError, APIRequestError: &msg, Infra: true,
+			}
+			st.res.Aborted = true
+		}
+	}
+	if k >= 0 {
+		for i := k + 1; i < len(cases); i++ {
+			if cases[i].Verdict != sandboxclient.VerdictCompileError {
+				cases[i].Verdict = sandboxclient.VerdictCompileError
+				cases[i].Status = sandboxclient.CaseCompileErrorSkipped
+			}
+		}
+	}
+	st.res.Score = Compute(st.res.Verdicts(), st.res.Continuous)
+	close(st.done)
+}
+
+// Compute is the score of one solution's verdicts (SPEC 7).
+func Compute(verdicts []int8, continuous bool) float64 {
+	n := len(verdicts)
+	if n == 0 {
+		return 0
+	}
+	if continuous {
+		n = min(n, 10)
+	}
+	passed := 0
+	for _, v := range verdicts[:n] {
+		if v == int8(sandboxclient.VerdictTrue) {
+			passed++
+		}
+	}
+	return float64(passed) / float64(n)
+}
