@@ -470,8 +470,7 @@ func (e *Engine) request(st *solState, i int) *sandboxclient.Request {
 		Stdin:          c.Stdin,
 		MemoryLimitMB:  e.opts.MemoryLimitMB,
 		Language:       st.lang,
-		Files:          map[string]string{},
-		FetchFiles:     []string{},
+		// Files and FetchFiles stay nil: the HTTP client sends {} and [].
 	}
 }
 
