@@ -1,0 +1,138 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"runtime"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/verl-score/verl-score/sandbox"
+)
+
+// doctorOptions are the flag values and dependencies of `verl-score doctor`.
+type doctorOptions struct {
+	JSON bool
+	Out  io.Writer
+
+	// toolchains and protections probe the host; tests may replace them.
+	toolchains  func() []sandbox.Toolchain
+	protections func() []sandbox.Protection
+}
+
+func newDoctorCmd(s Streams) *cobra.Command {
+	opts := &doctorOptions{
+		Out:         s.Out,
+		toolchains:  sandbox.Toolchains,
+		protections: sandbox.Protections,
+	}
+	c := &cobra.Command{
+		Use:   "doctor",
+		Short: "Show the toolchains and protections the local sandbox would use",
+		Long: `Doctor reports what the local sandbox finds on this machine: for each
+language, the program it would run with its path and version, and which
+containment measures the host allows (network namespace, per-run user,
+resource limits, ...). A missing toolchain means requests in that language
+get a SandboxError (verdict -1) instead of a real verdict.
+
+EXIT STATUS
+  0  report written (whatever it says)
+  1  the report could not be written
+  2  usage error
+`,
+		Example: `  verl-score doctor
+  verl-score doctor --json | jq '.toolchains[] | select(.found | not)'`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			return runDoctor(c.Context(), opts)
+		},
+	}
+	c.Flags().BoolVar(&opts.JSON, "json", false, "write the report as JSON")
+	return c
+}
+
+// doctorReport is the machine-readable form of the report.
+type doctorReport struct {
+	OS          string             `json:"os"`
+	Arch        string             `json:"arch"`
+	CPUs        int                `json:"cpus"`
+	Toolchains  []doctorToolchain  `json:"toolchains"`
+	Protections []doctorProtection `json:"protections"`
+}
+
+type doctorToolchain struct {
+	Language string `json:"language"`
+	Program  string `json:"program"`
+	Found    bool   `json:"found"`
+	Path     string `json:"path"`
+	Version  string `json:"version"`
+}
+
+type doctorProtection struct {
+	Name      string `json:"name"`
+	Available bool   `json:"available"`
+	Detail    string `json:"detail"`
+}
+
+// runDoctor probes the host and writes the report.
+func runDoctor(_ context.Context, opts *doctorOptions) error {
+	rep := doctorReport{
+		OS:          runtime.GOOS,
+		Arch:        runtime.GOARCH,
+		CPUs:        runtime.NumCPU(),
+		Toolchains:  []doctorToolchain{},
+		Protections: []doctorProtection{},
+	}
+	for _, t := range opts.toolchains() {
+		rep.Toolchains = append(rep.Toolchains, doctorToolchain{
+			Language: t.Language, Program: t.Program, Found: t.Found, Path: t.Path, Version: t.Version,
+		})
+	}
+	for _, p := range opts.protections() {
+		rep.Protections = append(rep.Protections, doctorProtection{Name: p.Name, Available: p.Available, Detail: p.Detail})
+	}
+	if opts.JSON {
+		enc := json.NewEncoder(opts.Out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return fmt.Errorf("write report: %w", err)
+		}
+		return nil
+	}
+	return writeDoctorTable(opts.Out, rep)
+}
+
+func writeDoctorTable(out io.Writer, rep doctorReport) error {
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "host: %s/%s, %d CPUs\n\n", rep.OS, rep.Arch, rep.CPUs)
+	fmt.Fprintln(tw, "LANGUAGE\tPROGRAM\tFOUND\tPATH\tVERSION")
+	for _, t := range rep.Toolchains {
+		path, version := t.Path, t.Version
+		if path == "" {
+			path = "-"
+		}
+		if version == "" {
+			version = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Language, t.Program, yesNo(t.Found), path, version)
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "PROTECTION\tAVAILABLE\tDETAIL")
+	for _, p := range rep.Protections {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Name, yesNo(p.Available), p.Detail)
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

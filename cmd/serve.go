@@ -1,0 +1,207 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/verl-score/verl-score/sandbox"
+)
+
+// serveOptions are the flag values and dependencies of `verl-score serve`.
+type serveOptions struct {
+	Listen          string
+	MaxConcurrent   int
+	MaxQueue        int // requests waiting beyond MaxConcurrent; 0 means none
+	MaxBody         int64
+	ShutdownTimeout time.Duration
+	LogLevel        slog.Level
+	Isolation       sandbox.IsolationMode
+
+	ErrOut io.Writer
+	// Ready, if set, is called with the bound address once the server
+	// listens (tests use it to find a port chosen by the kernel).
+	Ready func(net.Addr)
+}
+
+const serveExitHelp = `
+
+EXIT STATUS
+  0  stopped cleanly (SIGINT or SIGTERM, after the runs in progress ended)
+  1  failed (address in use, sandbox unusable, runs still going after
+     --shutdown-timeout)
+  2  usage error
+`
+
+func newServeCmd(s Streams) *cobra.Command {
+	opts := &serveOptions{ErrOut: s.ErrOut}
+	var maxBody, logLevel, isolation string
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the local sandbox over SandboxFusion's HTTP API",
+		Long: `Serve runs the local sandbox behind an HTTP server that speaks SandboxFusion's
+API (POST /run_code with the same request and response JSON), so verl's own
+reward code can use it unchanged in place of a SandboxFusion deployment.
+
+Requests beyond --max-concurrent wait in a queue of --max-queue; beyond that
+the server answers 503 with Retry-After: 1. A client that disconnects
+cancels its queued or running request. SIGINT or SIGTERM stop the listener
+and let the runs in progress finish (at most --shutdown-timeout).
+
+Other endpoints: GET /health answers {"status":"ok"}; GET /metrics gives
+Prometheus text (requests by HTTP status and response status, runs in
+flight, queue depth, run duration by language).
+
+Point verl at it with:
+  reward_model.sandbox_fusion.url=http://127.0.0.1:8080/run_code
+and keep reward_model.sandbox_fusion.max_concurrent at or below
+--max-concurrent plus --max-queue.` + serveExitHelp,
+		Example: `  # serve on the default address with one run per CPU
+  verl-score serve
+
+  # listen on every interface, 16 runs at once, log every request
+  verl-score serve --listen 0.0.0.0:8080 --max-concurrent 16 --log-level debug
+
+  # then, in verl's training command:
+  python3 -m verl.trainer.main_ppo ... \
+      reward_model.sandbox_fusion.url=http://127.0.0.1:8080/run_code \
+      reward_model.sandbox_fusion.max_concurrent=64`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			if opts.MaxConcurrent <= 0 {
+				return usageErrorf("--max-concurrent must be positive, got %d", opts.MaxConcurrent)
+			}
+			if !c.Flags().Changed("max-queue") {
+				opts.MaxQueue = 4 * opts.MaxConcurrent
+			}
+			if opts.MaxQueue < 0 {
+				return usageErrorf("--max-queue must not be negative, got %d", opts.MaxQueue)
+			}
+			n, err := parseSize(maxBody)
+			if err != nil {
+				return usageErrorf("--max-body: %w", err)
+			}
+			opts.MaxBody = n
+			switch strings.ToLower(logLevel) {
+			case "info":
+				opts.LogLevel = slog.LevelInfo
+			case "debug":
+				opts.LogLevel = slog.LevelDebug
+			default:
+				return usageErrorf("--log-level must be info or debug, got %q", logLevel)
+			}
+			switch isolation {
+			case "auto":
+				opts.Isolation = sandbox.IsolationAuto
+			case "none":
+				opts.Isolation = sandbox.IsolationNone
+			default:
+				return usageErrorf("--isolation must be auto or none, got %q", isolation)
+			}
+			if opts.ShutdownTimeout <= 0 {
+				return usageErrorf("--shutdown-timeout must be positive, got %s", opts.ShutdownTimeout)
+			}
+			if _, _, err := net.SplitHostPort(opts.Listen); err != nil {
+				return usageErrorf("--listen: %w", err)
+			}
+			return runServe(c.Context(), opts)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&opts.Listen, "listen", "127.0.0.1:8080", "address to listen on (host:port; port 0 picks a free one)")
+	f.IntVar(&opts.MaxConcurrent, "max-concurrent", runtime.NumCPU(), "programs compiled or run at once")
+	f.IntVar(&opts.MaxQueue, "max-queue", 0, "requests that may wait for a free slot (default 4 x --max-concurrent; 0 = no queue)")
+	f.StringVar(&maxBody, "max-body", "32MiB", "largest request body accepted (bytes, or with a KiB/MiB/GiB suffix); larger gets 413")
+	f.DurationVar(&opts.ShutdownTimeout, "shutdown-timeout", sandbox.DefaultShutdownTimeout, "how long a shutdown waits for runs in progress")
+	f.StringVar(&logLevel, "log-level", "info", "info, or debug for one line per request")
+	f.StringVar(&isolation, "isolation", "auto", "auto: every protection the host allows (see verl-score doctor); none: resource limits only")
+	return c
+}
+
+// runServe builds the local sandbox and serves it until ctx is cancelled.
+func runServe(ctx context.Context, opts *serveOptions) error {
+	errOut := opts.ErrOut
+	if errOut == nil {
+		errOut = io.Discard
+	}
+	logger := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: opts.LogLevel}))
+
+	local, err := sandbox.New(sandbox.Options{
+		Concurrency: opts.MaxConcurrent,
+		Isolation:   opts.Isolation,
+		Warn:        errOut,
+	})
+	if err != nil {
+		return fmt.Errorf("start the sandbox: %w", err)
+	}
+	defer local.Close()
+
+	maxQueue := opts.MaxQueue
+	if maxQueue == 0 {
+		maxQueue = -1 // ServerOptions: negative means no queue
+	}
+	srv := sandbox.NewServer(local, sandbox.ServerOptions{
+		MaxInFlight:     opts.MaxConcurrent,
+		MaxQueue:        maxQueue,
+		MaxBodyBytes:    opts.MaxBody,
+		ShutdownTimeout: opts.ShutdownTimeout,
+		Logger:          logger,
+	})
+	err = srv.ListenAndServe(ctx, opts.Listen, func(a net.Addr) {
+		fmt.Fprintf(errOut, "listening on http://%s/run_code\n", a)
+		if opts.Ready != nil {
+			opts.Ready(a)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(errOut, "stopped")
+	return nil
+}
+
+// parseSize reads a byte count: a plain integer or one with a K/KB/KiB,
+// M/MB/MiB or G/GB/GiB suffix (all binary multiples).
+func parseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	mult := int64(1)
+	lower := strings.ToLower(t)
+	for _, u := range []struct {
+		suffixes []string
+		mult     int64
+	}{
+		{[]string{"gib", "gb", "g"}, 1 << 30},
+		{[]string{"mib", "mb", "m"}, 1 << 20},
+		{[]string{"kib", "kb", "k"}, 1 << 10},
+		{[]string{"b"}, 1},
+	} {
+		found := false
+		for _, suf := range u.suffixes {
+			if strings.HasSuffix(lower, suf) {
+				t = strings.TrimSpace(t[:len(t)-len(suf)])
+				mult = u.mult
+				found = true
+				break
+			}
+		}
+		if found {
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("invalid size %q: want a positive number of bytes like 33554432 or 32MiB", s)
+	}
+	if n > (1<<62)/mult {
+		return 0, fmt.Errorf("size %q is too large", s)
+	}
+	return n * mult, nil
+}
