@@ -118,8 +118,33 @@ func exitCode(err error, w io.Writer) int {
 	return ExitFailed
 }
 
-// signalContext returns a context cancelled by the first SIGINT/SIGTERM.
-// A second signal is left to the command (see interruptLevels).
+// signalContext returns a context cancelled by the first SIGINT/SIGTERM;
+// a second signal closes the channel abortChan returns, and a third one
+// kills the process as usual.
 func signalContext(parent context.Context) (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(parent)
+	abort := make(chan struct{})
+	ctx = context.WithValue(ctx, abortKey{}, (<-chan struct{})(abort))
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-done:
+			return
+		}
+		select {
+		case <-sigs:
+			close(abort)
+		case <-done:
+		}
+		signal.Stop(sigs)
+	}()
+	return ctx, func() {
+		close(done)
+		signal.Stop(sigs)
+		cancel()
+	}
 }

@@ -1,0 +1,190 @@
+package cmd
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/verl-score/verl-score/config"
+	"github.com/verl-score/verl-score/job"
+	"github.com/verl-score/verl-score/rollout"
+	"github.com/verl-score/verl-score/score"
+	"github.com/verl-score/verl-score/testcases"
+)
+
+// scoringKeys are the configuration keys every scoring command takes.
+var scoringKeys = []string{
+	"sandbox_url", "max_concurrent", "timeout", "memory_limit_mb", "mode", "language", "extract",
+	"no_compile_skip", "response_key", "data_source_key", "ground_truth_key", "data_source",
+	"infra_errors", "cases_out_max_text", "retry_overload", "retry_sandbox_errors",
+	"local_concurrency", "isolation",
+}
+
+type runOptions struct {
+	input    string
+	output   string
+	casesOut string
+	summary  string
+	json     bool
+	resume   bool
+	quiet    bool
+	loader   *config.Loader
+	streams  Streams
+}
+
+func newRunCmd(s Streams) *cobra.Command {
+	opts := &runOptions{streams: s}
+	c := &cobra.Command{
+		Use:   "run INPUT",
+		Short: "Score every response of a dataset, JSONL file or rollout dump",
+		Long: `Score every response of INPUT and write it back with four added columns:
+reward, case_results, case_status and reward_error.
+
+INPUT is a verl parquet dataset, a JSONL file (one row per line), a rollout
+dump directory (trainer.rollout_data_dir: <step>.jsonl files), a single
+dump file, or - for JSONL on stdin.
+
+Without --sandbox-url (or SANDBOX_FUSION_URL) the code runs in the embedded
+sandbox on this machine.
+
+An interrupted run (Ctrl-C, SIGTERM) finishes the cases in flight (a
+second signal abandons them), writes the finished rows and a journal, and
+prints the command that resumes it.` + exitHelp,
+		Example: `  verl-score run data.parquet -o scored.parquet
+  verl-score run rollouts/ --data-source codecontests -o rescored.jsonl --summary summary.json
+  SANDBOX_FUSION_URL=http://sandbox:8080/run_code verl-score run data.parquet --max-concurrent 128
+  verl-score run data.parquet --language auto --mode all --cases-out cases.jsonl`,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageErrorf("run takes one INPUT, got %d arguments", len(args))
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.input = args[0]
+			return runRun(c, opts)
+		},
+	}
+	f := c.Flags()
+	f.StringVarP(&opts.output, "output", "o", "", "output file, .parquet or .jsonl (default: INPUT with .scored before the extension)")
+	f.StringVar(&opts.casesOut, "cases-out", "", "also write one JSON line per case with its metadata")
+	f.StringVar(&opts.summary, "summary", "", "also write the summary as JSON to this file")
+	f.BoolVar(&opts.json, "json", false, "print the summary as JSON on stdout instead of a table")
+	f.BoolVar(&opts.resume, "resume", false, "continue an interrupted run from its journal")
+	f.BoolVarP(&opts.quiet, "quiet", "q", false, "no progress display")
+	opts.loader = config.AddFlags(f, scoringKeys...)
+	return c
+}
+
+// scoringSetup turns the configuration into engine and reader options.
+func scoringSetup(cfg *config.Config) (score.Options, rollout.Options, error) {
+	mode, err := score.ParseMode(cfg.Mode)
+	if err != nil {
+		return score.Options{}, rollout.Options{}, &UsageError{Err: err}
+	}
+	rule := testcases.RuleVerl
+	if cfg.Extract == "prime" {
+		rule = testcases.RulePRIME
+	}
+	eo := score.Options{
+		MaxConcurrent: cfg.MaxConcurrent,
+		Timeout:       cfg.Timeout,
+		MemoryLimitMB: cfg.MemoryLimitMB,
+		Mode:          mode,
+		Language:      cfg.Language,
+		Extract:       rule,
+		NoCompileSkip: cfg.NoCompileSkip,
+	}
+	ro := rollout.DefaultOptions()
+	ro.ResponseKey = cfg.ResponseKey
+	ro.DataSourceKey = cfg.DataSourceKey
+	ro.GroundTruthKey = cfg.GroundTruthKey
+	return eo, ro, nil
+}
+
+func runRun(c *cobra.Command, opts *runOptions) error {
+	cfg, err := opts.loader.Load()
+	if err != nil {
+		return &UsageError{Err: err}
+	}
+	eo, ro, err := scoringSetup(cfg)
+	if err != nil {
+		return err
+	}
+	errOut := opts.streams.ErrOut
+	ro.Warn = func(msg string) { fmt.Fprintln(errOut, "verl-score: warning:", msg) }
+	client, desc, closeClient, err := sandboxClient(cfg, errOut)
+	if err != nil {
+		return err
+	}
+	defer closeClient()
+	output := opts.output
+	if output == "" {
+		output = job.DefaultOutput(opts.input)
+	}
+	if !opts.quiet {
+		fmt.Fprintf(errOut, "verl-score: scoring %s into %s with the %s\n", opts.input, output, desc)
+	}
+
+	ctx := c.Context()
+	var reporter *job.Reporter
+	mode := job.ProgressAuto
+	if opts.quiet {
+		mode = job.ProgressOff
+	}
+	jo := job.Options{
+		Input: opts.input, Stdin: opts.streams.In, Output: output, CasesOut: opts.casesOut, Summary: opts.summary,
+		Reader: ro, Engine: eo, DataSource: cfg.DataSource, MaskInfra: cfg.InfraErrors == "mask",
+		MaxText: cfg.CasesOutMaxText, Resume: opts.resume, Abort: abortChan(ctx), Warn: ro.Warn,
+		OnEngine: func(e *score.Engine) { reporter = job.StartProgress(errOut, mode, e, 5*time.Second) },
+	}
+	sum, err := job.Run(ctx, client, jo)
+	if reporter != nil {
+		reporter.Stop()
+	}
+	if sum != nil && (err == nil || errors.Is(err, job.ErrInterrupted)) {
+		if opts.json {
+			if jerr := writeJSON(opts.streams.Out, sum); jerr != nil {
+				return jerr
+			}
+		} else {
+			sum.WriteTable(opts.streams.Out)
+		}
+	}
+	if errors.Is(err, job.ErrInterrupted) {
+		return &ExitError{Code: ExitInterrupted, Err: fmt.Errorf("%w\nresume with: %s", err, resumeCommand(c, opts))}
+	}
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+// resumeCommand is the command line that continues an interrupted run.
+func resumeCommand(c *cobra.Command, opts *runOptions) string {
+	parts := []string{"verl-score", "run", shellQuote(opts.input)}
+	c.Flags().Visit(func(f *pflagFlag) {
+		if f.Name == "resume" {
+			return
+		}
+		parts = append(parts, "--"+f.Name+"="+shellQuote(f.Value.String()))
+	})
+	if c.Flags().Lookup("output").Changed == false {
+		parts = append(parts, "-o", shellQuote(job.DefaultOutput(opts.input)))
+	}
+	parts = append(parts, "--resume")
+	return strings.Join(parts, " ")
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == ':' || r == '=' || r == ',' ||
+			(r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9'))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,181 @@
+package job
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/verl-score/verl-score/rollout"
+	"github.com/verl-score/verl-score/sandboxclient"
+)
+
+// The journal is a JSONL file beside the output: a header line, then one
+// line per finished input row with everything needed to write that row's
+// outputs and summary again. It is appended to as rows finish, so a run
+// stopped at any point (even killed) resumes without redoing them.
+
+const journalVersion = 1
+
+type journalHeader struct {
+	Version     int    `json:"version"`
+	Input       string `json:"input"`
+	Fingerprint string `json:"fingerprint"`
+}
+
+// rowRecord is one finished row.
+type rowRecord struct {
+	Index      int                          `json:"index"`
+	DataSource string                       `json:"data_source"`
+	IsList     bool                         `json:"is_list"`
+	Responses  []responseRecord             `json:"responses"`
+	Cases      [][]sandboxclient.CaseResult `json:"cases,omitempty"`
+}
+
+type responseRecord struct {
+	Reward   float64  `json:"reward"`
+	Verdicts []int8   `json:"verdicts"`
+	Statuses []string `json:"statuses"`
+	Err      *string  `json:"error,omitempty"`
+	Requests int      `json:"requests,omitempty"`
+	Saved    int      `json:"saved,omitempty"`
+	Retries  int      `json:"retries,omitempty"`
+	Infra    bool     `json:"infra,omitempty"`
+	Ref      *float64 `json:"ref,omitempty"`
+}
+
+func (r *rowRecord) rowResult() rollout.RowResult {
+	var rr rollout.RowResult
+	for _, s := range r.Responses {
+		rr.Rewards = append(rr.Rewards, s.Reward)
+		rr.CaseResults = append(rr.CaseResults, s.Verdicts)
+		rr.CaseStatus = append(rr.CaseStatus, s.Statuses)
+		rr.Errors = append(rr.Errors, s.Err)
+	}
+	return rr
+}
+
+func fingerprint(parts ...any) string {
+	h := sha256.New()
+	enc := json.NewEncoder(h)
+	for _, p := range parts {
+		_ = enc.Encode(p)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// journal appends finished rows.
+type journal struct {
+	path string
+	f    *os.File
+	w    *bufio.Writer
+}
+
+func createJournal(path string, hdr journalHeader, keep map[int]*rowRecord) (*journal, error) {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return nil, fmt.Errorf("create journal: %w", err)
+	}
+	j := &journal{path: path, f: f, w: bufio.NewWriterSize(f, 1<<16)}
+	if err := j.write(hdr); err != nil {
+		f.Close()
+		return nil, err
+	}
+	// Carry over the rows of an earlier journal so that a run interrupted
+	// twice loses nothing.
+	for _, rec := range keep {
+		if err := j.write(rec); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	if err := j.sync(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("create journal: %w", err)
+	}
+	return j, nil
+}
+
+func (j *journal) write(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	b = append(b, '\n')
+	if _, err := j.w.Write(b); err != nil {
+		return fmt.Errorf("journal %s: %w", j.path, err)
+	}
+	return nil
+}
+
+func (j *journal) sync() error {
+	if err := j.w.Flush(); err != nil {
+		return fmt.Errorf("journal %s: %w", j.path, err)
+	}
+	return j.f.Sync()
+}
+
+func (j *journal) close() error {
+	err := j.sync()
+	if cerr := j.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// errNoJournal is returned by loadJournal when there is nothing to resume.
+var errNoJournal = errors.New("no journal")
+
+// loadJournal reads the finished rows of an earlier run. A torn last line
+// (the process died while writing it) is ignored.
+func loadJournal(path, input, fp string) (map[int]*rowRecord, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, errNoJournal
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open journal: %w", err)
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 1<<16)
+	line, err := r.ReadBytes('\n')
+	if err != nil {
+		return nil, fmt.Errorf("journal %s: no header", path)
+	}
+	var hdr journalHeader
+	if err := json.Unmarshal(line, &hdr); err != nil || hdr.Version != journalVersion {
+		return nil, fmt.Errorf("journal %s: not a verl-score journal (version %d)", path, hdr.Version)
+	}
+	if hdr.Input != input {
+		return nil, fmt.Errorf("journal %s belongs to input %s, not %s", path, hdr.Input, input)
+	}
+	if hdr.Fingerprint != fp {
+		return nil, fmt.Errorf("journal %s was written with other scoring settings; resume with the same flags or delete it", path)
+	}
+	rows := map[int]*rowRecord{}
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(line) > 0 && line[len(line)-1] == '\n' {
+			var rec rowRecord
+			if jerr := json.Unmarshal(line, &rec); jerr != nil {
+				return nil, fmt.Errorf("journal %s: bad line: %w", path, jerr)
+			}
+			rows[rec.Index] = &rec
+		}
+		if err == io.EOF {
+			return rows, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("journal %s: %w", path, err)
+		}
+	}
+}

@@ -1,0 +1,552 @@
+// Package job runs a scoring job end to end: it streams rows from an input
+// (parquet, JSONL, rollout dumps), scores every response through the
+// engine, and writes the outputs, a resume journal and a summary.
+package job
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/verl-score/verl-score/rollout"
+	"github.com/verl-score/verl-score/sandboxclient"
+	"github.com/verl-score/verl-score/score"
+)
+
+// Options describe one job.
+type Options struct {
+	Input    string // path, directory or "-"
+	Stdin    io.Reader
+	Output   string // .parquet or .jsonl
+	CasesOut string // optional per-case JSONL
+	Summary  string // optional summary JSON
+
+	Reader     rollout.Options
+	Engine     score.Options
+	DataSource string // for rows that have none
+	MaskInfra  bool   // leave responses with infrastructure errors out of the means
+	MaxText    int    // bytes of stdout/stderr kept per case in CasesOut
+	Resume     bool
+
+	// Abort, when closed, cancels the requests in flight. Cancelling the
+	// context passed to Run only stops reading new rows.
+	Abort <-chan struct{}
+	// Warn receives warnings (skipped files and the like).
+	Warn func(string)
+	// OnEngine is called with the engine once it exists (progress display).
+	OnEngine func(*score.Engine)
+}
+
+// ErrInterrupted is returned (wrapped) when the job stopped early; the
+// output holds the finished rows and the journal allows a resume.
+var ErrInterrupted = errors.New("interrupted")
+
+// JournalPath is where the journal of an output lives.
+func JournalPath(output string) string { return output + ".journal" }
+
+// DefaultOutput derives an output path from the input's.
+func DefaultOutput(input string) string {
+	if input == "-" {
+		return "scored.jsonl"
+	}
+	clean := strings.TrimRight(input, string(filepath.Separator))
+	ext := filepath.Ext(clean)
+	if st, err := os.Stat(clean); err == nil && st.IsDir() {
+		return clean + ".scored.jsonl"
+	}
+	if ext == ".parquet" {
+		return strings.TrimSuffix(clean, ext) + ".scored.parquet"
+	}
+	return strings.TrimSuffix(clean, ext) + ".scored.jsonl"
+}
+
+// Run executes the job. It returns the summary even when it fails midway
+// (with what was done), and an error wrapping ErrInterrupted when ctx was
+// cancelled before the input was exhausted.
+func Run(ctx context.Context, client sandboxclient.Client, opts Options) (*Summary, error) {
+	start := time.Now()
+	if opts.Output == "" {
+		opts.Output = DefaultOutput(opts.Input)
+	}
+	fp := fingerprint(opts.Engine.Mode, opts.Engine.Language, opts.Engine.Extract, opts.Engine.Timeout,
+		opts.Engine.MemoryLimitMB, opts.Reader.ResponseKey, opts.Reader.DataSourceKey, opts.Reader.GroundTruthKey,
+		opts.DataSource, opts.CasesOut != "")
+	jpath := JournalPath(opts.Output)
+
+	done := map[int]*rowRecord{}
+	if opts.Resume {
+		rows, err := loadJournal(jpath, opts.Input, fp)
+		switch {
+		case errors.Is(err, errNoJournal):
+			return nil, fmt.Errorf("--resume: no journal at %s (nothing to resume)", jpath)
+		case err != nil:
+			return nil, err
+		}
+		done = rows
+	} else if _, err := os.Stat(jpath); err == nil {
+		return nil, fmt.Errorf("%s exists: an earlier run into %s was interrupted; pass --resume to continue it, or delete the journal", jpath, opts.Output)
+	}
+
+	var rd rollout.Reader
+	var err error
+	if opts.Input == "-" && opts.Stdin != nil {
+		rd, err = rollout.OpenReader(opts.Stdin, "-", opts.Reader)
+	} else {
+		rd, err = rollout.Open(opts.Input, opts.Reader)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+
+	w, err := rollout.Create(opts.Output, rd)
+	if err != nil {
+		return nil, err
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			_ = w.Abort()
+		}
+	}()
+	var cw *casesWriter
+	if opts.CasesOut != "" {
+		if cw, err = newCasesWriter(opts.CasesOut); err != nil {
+			return nil, err
+		}
+		defer cw.abort()
+	}
+	jr, err := createJournal(jpath, journalHeader{Version: journalVersion, Input: opts.Input, Fingerprint: fp}, done)
+	if err != nil {
+		return nil, err
+	}
+	defer jr.f.Close()
+
+	eng, err := score.New(client, opts.Engine)
+	if err != nil {
+		return nil, err
+	}
+	if opts.OnEngine != nil {
+		opts.OnEngine(eng)
+	}
+
+	p := &pipeline{opts: opts, w: w, cw: cw, jr: jr, done: done, slotOf: map[int64]slot{}, sum: newSummary(opts.Input, opts.Output, opts.MaskInfra)}
+	engCtx, cancelEng := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelEng()
+	if opts.Abort != nil {
+		go func() {
+			select {
+			case <-opts.Abort:
+				cancelEng()
+			case <-engCtx.Done():
+			}
+		}()
+	}
+
+	in := make(chan score.Solution, 64)
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(in)
+		readErr <- p.feed(ctx, rd, in)
+	}()
+	runErr := eng.Run(engCtx, in, p.collect)
+	rerr := <-readErr
+	if runErr == nil {
+		runErr = p.err
+	}
+	interrupted := ctx.Err() != nil || p.aborted
+	p.sum.Interrupted = interrupted
+	p.sum.finish(time.Since(start))
+
+	if runErr != nil {
+		return p.sum, runErr
+	}
+	if rerr != nil && !interrupted {
+		return p.sum, rerr
+	}
+	// Write what is finished: on interruption, the rows of the partly done
+	// batch that finished.
+	if err := p.flushPartial(); err != nil {
+		return p.sum, err
+	}
+	if err := jr.close(); err != nil {
+		return p.sum, err
+	}
+	if err := w.Commit(); err != nil {
+		return p.sum, err
+	}
+	committed = true
+	if cw != nil {
+		if err := cw.commit(); err != nil {
+			return p.sum, err
+		}
+	}
+	if opts.Summary != "" {
+		if err := writeJSONAtomic(opts.Summary, p.sum); err != nil {
+			return p.sum, err
+		}
+	}
+	if interrupted {
+		return p.sum, fmt.Errorf("%w after %d rows; the journal %s allows --resume", ErrInterrupted, p.rowsDone, jpath)
+	}
+	if err := os.Remove(jpath); err != nil {
+		return p.sum, fmt.Errorf("remove journal: %w", err)
+	}
+	return p.sum, nil
+}
+
+// pipeline connects the reader, the engine and the writers. Rows are
+// written batch by batch in input order; the engine emits results in the
+// order the solutions were fed, so finished rows always form a prefix.
+type pipeline struct {
+	opts Options
+	w    rollout.Writer
+	cw   *casesWriter
+	jr   *journal
+	done map[int]*rowRecord
+	sum  *Summary
+
+	mu       sync.Mutex
+	batches  []*batchState  // fed, not yet written, in order
+	slotOf   map[int64]slot // solutions fed and not yet collected
+	err      error
+	aborted  bool
+	rowsDone int
+}
+
+type batchState struct {
+	b       *rollout.Batch
+	recs    []*rowRecord // nil until the row is finished
+	left    []int        // responses still to come, per row
+	fed     bool         // every solution of the batch has been fed
+	written int          // rows already written (a partial flush)
+}
+
+// slot says where a solution's result belongs.
+type slot struct {
+	bs       *batchState
+	row, idx int
+}
+
+// feed reads batches and sends their solutions to the engine.
+func (p *pipeline) feed(ctx context.Context, rd rollout.Reader, in chan<- score.Solution) error {
+	var id int64
+	for {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		b, err := rd.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		bs := &batchState{b: b, recs: make([]*rowRecord, len(b.Rows)), left: make([]int, len(b.Rows))}
+		p.mu.Lock()
+		p.batches = append(p.batches, bs)
+		p.mu.Unlock()
+		for i := range b.Rows {
+			row := &b.Rows[i]
+			if rec, ok := p.done[row.Index]; ok {
+				p.finishRow(bs, i, rec, true)
+				continue
+			}
+			if row.Err != nil || len(row.Responses) == 0 {
+				p.finishRow(bs, i, p.errorRecord(row), false)
+				continue
+			}
+			bs.left[i] = len(row.Responses)
+			p.mu.Lock()
+			bs.recs[i] = &rowRecord{Index: row.Index, DataSource: p.dataSource(row), IsList: row.ResponseIsList,
+				Responses: make([]responseRecord, len(row.Responses))}
+			if p.opts.CasesOut != "" {
+				bs.recs[i].Cases = make([][]sandboxclient.CaseResult, len(row.Responses))
+			}
+			p.mu.Unlock()
+			for j, resp := range row.Responses {
+				sol := score.Solution{ID: id, Completion: resp, GroundTruth: row.GroundTruth, DataSource: p.dataSource(row)}
+				p.mu.Lock()
+				p.slotOf[id] = slot{bs: bs, row: i, idx: j}
+				p.mu.Unlock()
+				id++
+				select {
+				case in <- sol:
+				case <-ctx.Done():
+					// The row will never finish; it is left out of the
+					// output and redone on resume.
+					p.mu.Lock()
+					bs.recs[i] = nil
+					p.mu.Unlock()
+					return ctx.Err()
+				}
+			}
+		}
+		p.mu.Lock()
+		bs.fed = true
+		err = p.flushLocked()
+		p.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func (p *pipeline) dataSource(row *rollout.Row) string {
+	if row.DataSource != "" {
+		return row.DataSource
+	}
+	return p.opts.DataSource
+}
+
+// errorRecord is the output of a row that could not be scored at all.
+func (p *pipeline) errorRecord(row *rollout.Row) *rowRecord {
+	msg := "no responses"
+	if row.Err != nil {
+		msg = row.Err.Error()
+	}
+	n := len(row.Responses)
+	if n == 0 && !row.ResponseIsList {
+		n = 1
+	}
+	rec := &rowRecord{Index: row.Index, DataSource: p.dataSource(row), IsList: row.ResponseIsList}
+	for range n {
+		m := msg
+		rec.Responses = append(rec.Responses, responseRecord{Reward: 0, Verdicts: []int8{}, Statuses: []string{}, Err: &m})
+	}
+	return rec
+}
+
+// collect receives each result, in feeding order, from the engine.
+func (p *pipeline) collect(r *score.Result) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	sl, ok := p.slotOf[r.ID]
+	if !ok {
+		return fmt.Errorf("internal error: result for unknown solution %d", r.ID)
+	}
+	delete(p.slotOf, r.ID)
+	if r.Aborted {
+		p.aborted = true
+	}
+	if p.aborted {
+		return nil // nothing after an aborted result is kept, to stay a prefix
+	}
+	rec := sl.bs.recs[sl.row]
+	if rec == nil {
+		return nil
+	}
+	rr := responseRecord{Reward: r.Score, Verdicts: r.Verdicts(), Statuses: r.Statuses(),
+		Requests: r.Requests, Saved: r.Saved, Retries: r.Retries, Infra: r.Infra()}
+	if r.Err != "" {
+		e := r.Err
+		rr.Err = &e
+	}
+	rec.Responses[sl.idx] = rr
+	if rec.Cases != nil {
+		rec.Cases[sl.idx] = trimCases(r.Cases, p.opts.MaxText)
+	}
+	sl.bs.left[sl.row]--
+	if sl.bs.left[sl.row] == 0 {
+		if err := p.rowFinishedLocked(sl.bs, sl.row, rec, false); err != nil {
+			p.err = err
+			return err
+		}
+	}
+	if err := p.flushLocked(); err != nil {
+		p.err = err
+		return err
+	}
+	return nil
+}
+
+func (p *pipeline) finishRow(bs *batchState, i int, rec *rowRecord, fromJournal bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.rowFinishedLocked(bs, i, rec, fromJournal); err != nil && p.err == nil {
+		p.err = err
+	}
+}
+
+func (p *pipeline) rowFinishedLocked(bs *batchState, i int, rec *rowRecord, fromJournal bool) error {
+	bs.recs[i] = rec
+	bs.left[i] = 0
+	p.sum.add(rec, p.opts.MaskInfra)
+	p.rowsDone++
+	if fromJournal {
+		p.sum.Resumed++
+		return nil
+	}
+	return p.jr.write(rec)
+}
+
+// flushLocked writes the finished batches at the head of the queue.
+func (p *pipeline) flushLocked() error {
+	for len(p.batches) > 0 {
+		bs := p.batches[0]
+		if !bs.fed || !bs.complete() {
+			return nil
+		}
+		if err := p.writeRows(bs, len(bs.recs)); err != nil {
+			return err
+		}
+		bs.b.Release()
+		p.batches = p.batches[1:]
+		if err := p.jr.sync(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (bs *batchState) complete() bool {
+	for i, rec := range bs.recs {
+		if rec == nil || bs.left[i] != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// flushPartial writes the finished leading rows of the first unwritten
+// batch (after an interruption).
+func (p *pipeline) flushPartial() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.flushLocked(); err != nil {
+		return err
+	}
+	if len(p.batches) == 0 {
+		return nil
+	}
+	bs := p.batches[0]
+	n := 0
+	for n < len(bs.recs) && bs.recs[n] != nil && bs.left[n] == 0 {
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	return p.writeRows(bs, n)
+}
+
+func (p *pipeline) writeRows(bs *batchState, n int) error {
+	b := bs.b
+	if n < len(b.Rows) {
+		b = b.Head(n)
+	}
+	res := make([]rollout.RowResult, n)
+	for i := 0; i < n; i++ {
+		res[i] = bs.recs[i].rowResult()
+		if p.cw != nil {
+			if err := p.cw.writeRow(bs.recs[i]); err != nil {
+				return err
+			}
+		}
+	}
+	if err := p.w.Write(b, res); err != nil {
+		return err
+	}
+	return nil
+}
+
+func trimCases(cases []sandboxclient.CaseResult, max int) []sandboxclient.CaseResult {
+	out := make([]sandboxclient.CaseResult, len(cases))
+	copy(out, cases)
+	if max <= 0 {
+		return out
+	}
+	for i := range out {
+		out[i].Stdout = cut(out[i].Stdout, max)
+		out[i].Stderr = cut(out[i].Stderr, max)
+		out[i].CompileStderr = cut(out[i].CompileStderr, max)
+	}
+	return out
+}
+
+func cut(s *string, max int) *string {
+	if s == nil || len(*s) <= max {
+		return s
+	}
+	c := (*s)[:max] + fmt.Sprintf("...[cut, %d bytes in all]", len(*s))
+	return &c
+}
+
+// casesWriter writes one JSON line per case.
+type casesWriter struct {
+	path, tmp string
+	f         *os.File
+	w         *bufio.Writer
+}
+
+func newCasesWriter(path string) (*casesWriter, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("cases output: %w", err)
+	}
+	return &casesWriter{path: path, tmp: f.Name(), f: f, w: bufio.NewWriterSize(f, 1<<16)}, nil
+}
+
+type caseLine struct {
+	Row           int    `json:"row"`
+	ResponseIndex int    `json:"response_index"`
+	DataSource    string `json:"data_source"`
+	sandboxclient.CaseResult
+}
+
+func (c *casesWriter) writeRow(rec *rowRecord) error {
+	for j, cases := range rec.Cases {
+		for _, cr := range cases {
+			b, err := json.Marshal(caseLine{Row: rec.Index, ResponseIndex: j, DataSource: rec.DataSource, CaseResult: cr})
+			if err != nil {
+				return err
+			}
+			c.w.Write(b)
+			if err := c.w.WriteByte('\n'); err != nil {
+				return fmt.Errorf("cases output %s: %w", c.path, err)
+			}
+		}
+	}
+	return nil
+}
+
+func (c *casesWriter) commit() error {
+	if err := c.w.Flush(); err != nil {
+		return err
+	}
+	if err := c.f.Sync(); err != nil {
+		return err
+	}
+	if err := c.f.Close(); err != nil {
+		return err
+	}
+	c.f = nil
+	return os.Rename(c.tmp, c.path)
+}
+
+func (c *casesWriter) abort() {
+	if c.f != nil {
+		c.f.Close()
+		os.Remove(c.tmp)
+	}
+}
+
+func writeJSONAtomic(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return os.Rename(tmp, path)
+}

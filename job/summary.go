@@ -1,0 +1,238 @@
+package job
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Summary is what a run reports, per data source and overall.
+type Summary struct {
+	Input       string            `json:"input"`
+	Output      string            `json:"output"`
+	InfraErrors string            `json:"infra_errors"` // score or mask
+	Interrupted bool              `json:"interrupted"`
+	WallSeconds float64           `json:"wall_seconds"`
+	CasesPerSec float64           `json:"cases_per_second"`
+	Overall     *Group            `json:"overall"`
+	BySource    map[string]*Group `json:"by_data_source"`
+	Resumed     int               `json:"rows_resumed"`
+	order       []string
+}
+
+// Group aggregates the responses of one data source (or all).
+type Group struct {
+	Prompts   int `json:"prompts"`
+	Responses int `json:"responses"`
+	// MeanScore is verl's test_score/<data_source>: the mean over prompts
+	// of the mean score of the prompt's responses.
+	MeanScore float64 `json:"mean_score"`
+	// PassAtK is the unbiased pass@k ("all cases True") for k = 1 and the
+	// powers of two up to the responses per prompt.
+	PassAtK        map[string]float64 `json:"pass_at_k"`
+	Verdicts       map[string]int     `json:"verdicts"`
+	Cases          int                `json:"cases"`
+	Requests       int                `json:"requests"`
+	SavedByCompile int                `json:"requests_saved_by_compile_skip"`
+	Retries        int                `json:"retries"`
+	InfraResponses int                `json:"responses_with_infra_error"`
+	InfraErrorRate float64            `json:"infra_error_rate"`
+	Masked         int                `json:"responses_masked"`
+	ResponseErrors int                `json:"responses_with_error"`
+
+	sumPromptMeans float64
+	meanPrompts    int
+	passSum        map[int]float64
+	passN          map[int]int
+}
+
+func newGroup() *Group {
+	return &Group{Verdicts: map[string]int{}, PassAtK: map[string]float64{}, passSum: map[int]float64{}, passN: map[int]int{}}
+}
+
+func newSummary(input, output string, mask bool) *Summary {
+	s := &Summary{Input: input, Output: output, InfraErrors: "score", Overall: newGroup(), BySource: map[string]*Group{}}
+	if mask {
+		s.InfraErrors = "mask"
+	}
+	return s
+}
+
+// add folds one finished row into the summary.
+func (s *Summary) add(rec *rowRecord, mask bool) {
+	src := rec.DataSource
+	if src == "" {
+		src = "(none)"
+	}
+	g, ok := s.BySource[src]
+	if !ok {
+		g = newGroup()
+		s.BySource[src] = g
+		s.order = append(s.order, src)
+	}
+	for _, grp := range []*Group{g, s.Overall} {
+		grp.addRow(rec, mask)
+	}
+}
+
+func (g *Group) addRow(rec *rowRecord, mask bool) {
+	g.Prompts++
+	var sum float64
+	n, correct, kept := 0, 0, 0
+	for _, r := range rec.Responses {
+		g.Responses++
+		n++
+		g.Requests += r.Requests
+		g.SavedByCompile += r.Saved
+		g.Retries += r.Retries
+		g.Cases += len(r.Verdicts)
+		if r.Err != nil {
+			g.ResponseErrors++
+		}
+		for _, v := range r.Verdicts {
+			g.Verdicts[verdictName(v)]++
+		}
+		if r.Infra {
+			g.InfraResponses++
+			if mask {
+				g.Masked++
+				continue
+			}
+		}
+		kept++
+		sum += r.Reward
+		if allTrue(r.Verdicts) {
+			correct++
+		}
+	}
+	if kept > 0 {
+		g.sumPromptMeans += sum / float64(kept)
+		g.meanPrompts++
+		for _, k := range ks(kept) {
+			g.passSum[k] += passAtK(kept, correct, k)
+			g.passN[k]++
+		}
+	}
+}
+
+func (g *Group) finish() {
+	if g.meanPrompts > 0 {
+		g.MeanScore = g.sumPromptMeans / float64(g.meanPrompts)
+	}
+	if g.Responses > 0 {
+		g.InfraErrorRate = float64(g.InfraResponses) / float64(g.Responses)
+	}
+	for k, sum := range g.passSum {
+		g.PassAtK[fmt.Sprintf("pass@%d", k)] = sum / float64(g.passN[k])
+	}
+}
+
+func (s *Summary) finish(wall time.Duration) {
+	s.WallSeconds = wall.Seconds()
+	s.Overall.finish()
+	for _, g := range s.BySource {
+		g.finish()
+	}
+	if s.WallSeconds > 0 {
+		s.CasesPerSec = float64(s.Overall.Cases) / s.WallSeconds
+	}
+	sort.Strings(s.order)
+}
+
+func allTrue(v []int8) bool {
+	if len(v) == 0 {
+		return false
+	}
+	for _, x := range v {
+		if x != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// ks are 1 and the powers of two up to n.
+func ks(n int) []int {
+	var out []int
+	for k := 1; k <= n; k *= 2 {
+		out = append(out, k)
+	}
+	return out
+}
+
+// passAtK is the unbiased estimator 1 - C(n-c, k) / C(n, k).
+func passAtK(n, c, k int) float64 {
+	if n-c < k {
+		return 1
+	}
+	p := 1.0
+	for i := n - c + 1; i <= n; i++ {
+		p *= 1 - float64(k)/float64(i)
+	}
+	return 1 - p
+}
+
+func verdictName(v int8) string {
+	switch v {
+	case 1:
+		return "True"
+	case 0:
+		return "False"
+	}
+	return fmt.Sprint(v)
+}
+
+var verdictOrder = []string{"True", "False", "-1", "-2", "-3", "-4"}
+
+// WriteTable prints the summary for people.
+func (s *Summary) WriteTable(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	maxK := 0
+	for k := range s.Overall.passN {
+		maxK = max(maxK, k)
+	}
+	head := []string{"data_source", "prompts", "responses", "mean_score"}
+	for _, k := range ks(maxK) {
+		head = append(head, fmt.Sprintf("pass@%d", k))
+	}
+	head = append(head, verdictOrder...)
+	head = append(head, "requests", "saved", "retries", "infra%")
+	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
+	row := func(name string, g *Group) {
+		cols := []string{name, fmt.Sprint(g.Prompts), fmt.Sprint(g.Responses), fmt.Sprintf("%.4f", g.MeanScore)}
+		for _, k := range ks(maxK) {
+			if v, ok := g.PassAtK[fmt.Sprintf("pass@%d", k)]; ok {
+				cols = append(cols, fmt.Sprintf("%.4f", v))
+			} else {
+				cols = append(cols, "-")
+			}
+		}
+		for _, v := range verdictOrder {
+			cols = append(cols, fmt.Sprint(g.Verdicts[v]))
+		}
+		cols = append(cols, fmt.Sprint(g.Requests), fmt.Sprint(g.SavedByCompile), fmt.Sprint(g.Retries),
+			fmt.Sprintf("%.2f", 100*g.InfraErrorRate))
+		fmt.Fprintln(tw, strings.Join(cols, "\t")+"\t")
+	}
+	for _, src := range s.order {
+		row(src, s.BySource[src])
+	}
+	if len(s.order) != 1 {
+		row("overall", s.Overall)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%d cases in %.1fs (%.1f cases/s)", s.Overall.Cases, s.WallSeconds, s.CasesPerSec)
+	if s.Overall.Masked > 0 {
+		fmt.Fprintf(w, "; %d responses with infrastructure errors left out of the means", s.Overall.Masked)
+	}
+	if s.Resumed > 0 {
+		fmt.Fprintf(w, "; %d rows taken from the journal", s.Resumed)
+	}
+	fmt.Fprintln(w)
+}
+
+var _ = math.NaN
