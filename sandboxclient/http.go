@@ -104,8 +104,8 @@ type HTTPOptions struct {
 	// connections to the server are open at once. Set it to the engine's
 	// concurrency. 0 means DefaultMaxConns.
 	MaxConns int
-	// Retry is the retry policy. The zero value is verl's rule alone
-	// (504 only); use DefaultRetryPolicy for overload retries too.
+	// Retry is the retry policy. The zero value means DefaultRetryPolicy;
+	// VerlRetryPolicy retries HTTP 504 only, exactly as verl.
 	Retry RetryPolicy
 	// Sleep waits between attempts; it must return ctx.Err() if ctx ends
 	// first. nil means a real timer.
@@ -145,6 +145,9 @@ func NewHTTPClient(opts HTTPOptions) (*HTTPClient, error) {
 		return nil, fmt.Errorf("max connections must not be negative, got %d", opts.MaxConns)
 	}
 	r := opts.Retry
+	if r == (RetryPolicy{}) {
+		r = DefaultRetryPolicy()
+	}
 	if r.Overload && r.OverloadAttempts <= 0 {
 		r.OverloadAttempts = DefaultRetryPolicy().OverloadAttempts
 	}

@@ -1,6 +1,7 @@
 package sandboxclient
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -829,6 +830,32 @@ func BenchmarkHTTPClient(b *testing.B) {
 		_, _ = w.Write(success)
 	}))
 	defer srv.Close()
+	// naive is what a straightforward client does (the default transport,
+	// json.Marshal, a decoder on the body), for comparison.
+	b.Run("naive", func(b *testing.B) {
+		hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		defer hc.CloseIdleConnections()
+		b.ReportAllocs()
+		req := pythonRequest()
+		req.Files, req.FetchFiles = map[string]string{}, []string{}
+		for b.Loop() {
+			body, _ := json.Marshal(req)
+			hreq, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, srv.URL+"/run_code", bytes.NewReader(body))
+			hreq.Header.Set("Content-Type", "application/json")
+			hreq.Header.Set("Accept", "application/json")
+			hresp, err := hc.Do(hreq)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var resp Response
+			err = json.NewDecoder(hresp.Body).Decode(&resp)
+			hresp.Body.Close()
+			if err != nil || resp.Status != StatusSuccess {
+				b.Fatalf("got %v %v", resp.Status, err)
+			}
+		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+	})
 	for _, conns := range []int{1, 8} {
 		b.Run(fmt.Sprintf("conns=%d", conns), func(b *testing.B) {
 			c, err := NewHTTPClient(HTTPOptions{URL: srv.URL, MaxConns: conns})
@@ -850,6 +877,19 @@ func BenchmarkHTTPClient(b *testing.B) {
 			})
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
 		})
+	}
+}
+
+func TestHTTPClientZeroPolicyIsDefault(t *testing.T) {
+	srv := newFakeSandbox(t, reply{status: 429, header: map[string]string{"Retry-After": "2"}}, okReply(loadFixture(t, "python_success").Response))
+	clock := &fakeClock{}
+	c := newTestClient(t, srv.srv.URL, RetryPolicy{}, clock)
+	resp, err := c.Run(context.Background(), pythonRequest())
+	if err != nil || resp.Attempts != 2 {
+		t.Fatalf("got %+v, %v, want a response after 2 attempts", resp, err)
+	}
+	if s := clock.Sleeps(); !slices.Equal(s, []time.Duration{2 * time.Second}) {
+		t.Errorf("sleeps: got %v, want [2s]", s)
 	}
 }
 
