@@ -52,7 +52,9 @@ API (POST /run_code with the same request and response JSON), so verl's own
 reward code can use it unchanged in place of a SandboxFusion deployment.
 
 Requests beyond --max-concurrent wait in a queue of --max-queue; beyond that
-the server answers 503 with Retry-After: 1. A client that disconnects
+the server answers 503 with Retry-After: 1 (verl counts that as an API
+error, verdict -1, so the queue defaults to at least verl's own default
+max_concurrent of 64). A queued request spends its HTTP timeout waiting. A client that disconnects
 cancels its queued or running request. SIGINT or SIGTERM stop the listener
 and let the runs in progress finish (at most --shutdown-timeout).
 
@@ -80,7 +82,7 @@ and keep reward_model.sandbox_fusion.max_concurrent at or below
 				return usageErrorf("--max-concurrent must be positive, got %d", opts.MaxConcurrent)
 			}
 			if !c.Flags().Changed("max-queue") {
-				opts.MaxQueue = 4 * opts.MaxConcurrent
+				opts.MaxQueue = defaultMaxQueue(opts.MaxConcurrent)
 			}
 			if opts.MaxQueue < 0 {
 				return usageErrorf("--max-queue must not be negative, got %d", opts.MaxQueue)
@@ -118,12 +120,23 @@ and keep reward_model.sandbox_fusion.max_concurrent at or below
 	f := c.Flags()
 	f.StringVar(&opts.Listen, "listen", "127.0.0.1:8080", "address to listen on (host:port; port 0 picks a free one)")
 	f.IntVar(&opts.MaxConcurrent, "max-concurrent", runtime.NumCPU(), "programs compiled or run at once")
-	f.IntVar(&opts.MaxQueue, "max-queue", 0, "requests that may wait for a free slot (default 4 x --max-concurrent; 0 = no queue)")
+	f.IntVar(&opts.MaxQueue, "max-queue", 0, "requests that may wait for a free slot (default 4 x --max-concurrent, at least 64; 0 = no queue)")
 	f.StringVar(&maxBody, "max-body", "32MiB", "largest request body accepted (bytes, or with a KiB/MiB/GiB suffix); larger gets 413")
 	f.DurationVar(&opts.ShutdownTimeout, "shutdown-timeout", sandbox.DefaultShutdownTimeout, "how long a shutdown waits for runs in progress")
 	f.StringVar(&logLevel, "log-level", "info", "info, or debug for one line per request")
 	f.StringVar(&isolation, "isolation", "auto", "auto: every protection the host allows (see verl-score doctor); none: resource limits only")
 	return c
+}
+
+// verlMaxConcurrent is verl's default reward_model.sandbox_fusion.max_concurrent.
+const verlMaxConcurrent = 64
+
+// defaultMaxQueue is the queue --max-queue defaults to: four requests per
+// run slot, and never less than verl's default concurrency, because verl
+// gives up on a 503 at once (verdict -1) where a queued request would only
+// have waited its turn.
+func defaultMaxQueue(maxConcurrent int) int {
+	return max(4*maxConcurrent, verlMaxConcurrent)
 }
 
 // runServe builds the local sandbox and serves it until ctx is cancelled.

@@ -278,3 +278,12 @@ func TestDoctorOnThisHost(t *testing.T) {
 		t.Error("got no protections")
 	}
 }
+
+func TestDefaultMaxQueue(t *testing.T) {
+	tests := []struct{ concurrent, want int }{{1, 64}, {2, 64}, {16, 64}, {17, 68}, {64, 256}}
+	for _, tt := range tests {
+		if got := defaultMaxQueue(tt.concurrent); got != tt.want {
+			t.Errorf("defaultMaxQueue(%d): got %d, want %d", tt.concurrent, got, tt.want)
+		}
+	}
+}

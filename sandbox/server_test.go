@@ -875,3 +875,30 @@ func deref[T any](p *T) T {
 	}
 	return *p
 }
+
+func TestRunCodeNoQueue(t *testing.T) {
+	block := newBlockingClient()
+	s := NewServer(block, ServerOptions{MaxInFlight: 1, MaxQueue: -1})
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+
+	first := make(chan int, 1)
+	go func() {
+		resp, err := http.Post(srv.URL+"/run_code", "application/json", strings.NewReader(pythonHello))
+		if err != nil {
+			first <- 0
+			return
+		}
+		resp.Body.Close()
+		first <- resp.StatusCode
+	}()
+	<-block.started
+	resp, body := post(t, srv.URL+"/run_code", pythonHello)
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("got HTTP %d (%s) with the only slot busy and no queue, want 503", resp.StatusCode, body)
+	}
+	close(block.release)
+	if got := <-first; got != http.StatusOK {
+		t.Errorf("got HTTP %d for the running request, want 200", got)
+	}
+}
