@@ -1,0 +1,212 @@
+package sandbox
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Toolchain is one program the local sandbox uses, as found on this
+// machine.
+type Toolchain struct {
+	Language string
+	Program  string
+	Path     string
+	Version  string
+	Found    bool
+}
+
+// Protection is one containment measure and whether this host allows it.
+type Protection struct {
+	Name      string
+	Available bool
+	Detail    string
+}
+
+// toolOrder lists the programs with the language they serve.
+var toolOrder = []struct{ lang, prog string }{
+	{"python", "python3"}, {"cpp", "g++"}, {"go, go_test", "go"}, {"java", "javac"},
+	{"java", "java"}, {"nodejs", "node"}, {"bash", "bash"}, {"rust", "rustc"},
+}
+
+// findTools resolves every program to an absolute path of the real binary
+// (not a version manager's shim, which would cost a process per run and
+// may not be reachable by an unprivileged user). rootOnly lists those an
+// unprivileged user cannot reach, when steps run as such a user.
+func findTools(unprivileged bool) (tools map[string]string, rootOnly map[string]bool) {
+	tools = map[string]string{}
+	rootOnly = map[string]bool{}
+	for _, t := range toolOrder {
+		p := resolveTool(t.prog)
+		tools[t.prog] = p
+		if p != "" && unprivileged && !reachableByOthers(p) {
+			rootOnly[t.prog] = true
+		}
+	}
+	return tools, rootOnly
+}
+
+func resolveTool(prog string) string {
+	switch prog {
+	case "python3":
+		if isExecutable("/usr/bin/python3") {
+			return "/usr/bin/python3"
+		}
+		if p, err := exec.LookPath("python3"); err == nil {
+			if out, err := quickOutput(p, "-c", "import sys; print(sys.executable)"); err == nil {
+				if real := strings.TrimSpace(out); real != "" && isExecutable(real) {
+					return real
+				}
+			}
+			return p
+		}
+		return ""
+	case "bash":
+		if isExecutable("/bin/bash") {
+			return "/bin/bash"
+		}
+	case "rustc":
+		// rustup's proxy needs its home; the toolchain's own rustc does not.
+		if p, err := exec.LookPath("rustc"); err == nil {
+			if out, err := quickOutput(p, "--print", "sysroot"); err == nil {
+				real := filepath.Join(strings.TrimSpace(out), "bin", "rustc")
+				if isExecutable(real) {
+					return real
+				}
+			}
+			return p
+		}
+		return ""
+	}
+	p, err := exec.LookPath(prog)
+	if err != nil {
+		return ""
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return p
+	}
+	return abs
+}
+
+func isExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+}
+
+// reachableByOthers reports whether a user other than the owner can run p:
+// every directory on the way must be searchable by others.
+func reachableByOthers(p string) bool {
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return false
+	}
+	fi, err := os.Stat(real)
+	if err != nil || fi.Mode().Perm()&0o001 == 0 {
+		return false
+	}
+	for d := filepath.Dir(real); ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil || fi.Mode().Perm()&0o001 == 0 {
+			return false
+		}
+		if d == "/" || d == "." {
+			return true
+		}
+	}
+}
+
+func quickOutput(prog string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, prog, args...).CombinedOutput()
+	return string(out), err
+}
+
+// childPath is the PATH of a step: the toolchains' directories, then the
+// system's.
+func childPath(tools map[string]string) string {
+	var dirs []string
+	seen := map[string]bool{}
+	add := func(d string) {
+		if !seen[d] {
+			seen[d] = true
+			dirs = append(dirs, d)
+		}
+	}
+	for _, t := range toolOrder {
+		if p := tools[t.prog]; p != "" {
+			add(filepath.Dir(p))
+		}
+	}
+	for _, d := range []string{"/usr/local/bin", "/usr/bin", "/bin"} {
+		add(d)
+	}
+	return strings.Join(dirs, ":")
+}
+
+// Toolchains reports the programs the local sandbox would use and their
+// versions, for `verl-score doctor`.
+func Toolchains() []Toolchain {
+	var out []Toolchain
+	for _, t := range toolOrder {
+		tc := Toolchain{Language: t.lang, Program: t.prog, Path: resolveTool(t.prog)}
+		tc.Found = tc.Path != ""
+		if tc.Found {
+			args := []string{"--version"}
+			switch t.prog {
+			case "go":
+				args = []string{"version"}
+			case "java", "javac":
+				args = []string{"-version"}
+			}
+			if v, err := quickOutput(tc.Path, args...); err == nil {
+				tc.Version = strings.TrimSpace(strings.SplitN(v, "\n", 2)[0])
+			}
+		}
+		out = append(out, tc)
+	}
+	return out
+}
+
+// Protections reports which containment measures this host allows the
+// local sandbox, for `verl-score doctor`.
+func Protections() []Protection {
+	iso := probeIsolation(IsolationAuto)
+	_, rootOnly := findTools(iso.perRunUser)
+	var unreachable []string
+	for _, t := range toolOrder {
+		if rootOnly[t.prog] {
+			unreachable = append(unreachable, t.prog)
+		}
+	}
+	ps := []Protection{
+		{Name: "fresh directory per run", Available: true, Detail: "created for each step, removed afterwards"},
+		{Name: "scrubbed environment", Available: true, Detail: "only PATH, HOME, TMPDIR, LANG and toolchain settings"},
+		{Name: "process group", Available: true, Detail: "the whole group is killed on timeout and after exit"},
+		{Name: "resource limits", Available: isExecutable(wrapperShell),
+			Detail: "address space (memory_limit_MB; heap flags for JVM and Node.js), CPU time, file size, open files, via " + wrapperShell},
+		{Name: "per-run user", Available: iso.perRunUser,
+			Detail: pick(iso.perRunUser, "each step runs as a user of its own: fork bombs are bounded, leftover processes and files are removed",
+				"needs root")},
+		{Name: "process-count limit", Available: iso.perRunUser && iso.nprocFlag != "",
+			Detail: pick(iso.perRunUser, "per step user", "needs a per-run user")},
+		{Name: "network namespace", Available: iso.netns,
+			Detail: pick(iso.netns, "steps have no network", "the kernel refused a new network namespace")},
+	}
+	if len(unreachable) > 0 {
+		ps = append(ps, Protection{Name: "unprivileged toolchains", Available: false,
+			Detail: "not reachable by an unprivileged user, so run as root: " + strings.Join(unreachable, ", ")})
+	}
+	return ps
+}
+
+func pick(c bool, a, b string) string {
+	if c {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,440 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/verl-score/verl-score/sandboxclient"
+)
+
+// stepSpec is one process to run.
+type stepSpec struct {
+	argv    []string // argv[0] is an absolute path
+	dir     string   // working directory (HOME and TMPDIR too)
+	env     []string
+	stdin   []byte
+	timeout time.Duration
+	lim     limits
+	asRoot  bool   // keep our own user even where a per-run user is available
+	owned   string // directory handed to the per-run user for the step
+}
+
+// isolation is what the host allows, probed once by New.
+type isolation struct {
+	perRunUser bool   // root: each step runs as a user of its own
+	netns      bool   // each step gets an empty network namespace
+	userns     bool   // the network namespace needs a user namespace (not root)
+	nprocFlag  string // the wrapper shell's ulimit flag for processes ("" if none)
+	stackHard  int64  // hard stack limit in bytes (-1 = unlimited)
+	notes      []string
+}
+
+const wrapperShell = "/bin/sh"
+
+func probeIsolation(mode IsolationMode) isolation {
+	iso := isolation{stackHard: -1}
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_STACK, &rl); err == nil && rl.Max != ^uint64(0) {
+		iso.stackHard = int64(rl.Max)
+	}
+	// dash calls the process limit -p, bash -u.
+	for _, f := range []string{"-u", "-p"} {
+		if exec.Command(wrapperShell, "-c", "ulimit "+f).Run() == nil {
+			iso.nprocFlag = f
+			break
+		}
+	}
+	if mode == IsolationNone {
+		iso.notes = append(iso.notes, "isolation off: runs share this user and its network")
+		return iso
+	}
+	if os.Geteuid() == 0 {
+		iso.perRunUser = true
+		c := exec.Command("/bin/true")
+		c.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET}
+		iso.netns = c.Run() == nil
+	} else {
+		c := exec.Command("/bin/true")
+		c.SysProcAttr = &syscall.SysProcAttr{
+			Cloneflags:  syscall.CLONE_NEWNET | syscall.CLONE_NEWUSER,
+			UidMappings: []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}},
+			GidMappings: []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}},
+		}
+		if c.Run() == nil {
+			iso.netns, iso.userns = true, true
+		}
+		iso.notes = append(iso.notes, "running without per-run user protection (not root): no fork-bomb limit, "+
+			"processes that leave their process group may outlive a run, files may be written wherever this user can write")
+	}
+	if !iso.netns {
+		iso.notes = append(iso.notes, "running without network protection: the kernel refused a new network namespace")
+	}
+	if iso.nprocFlag == "" && iso.perRunUser {
+		iso.notes = append(iso.notes, "running without a process-count limit: "+wrapperShell+" has no ulimit flag for it")
+	}
+	return iso
+}
+
+// uidPool hands out user ids for steps. It is process-wide because user ids
+// are: two Locals in one process must never share one, since everything a
+// step's user owns is killed or removed when the step ends. The pid is part
+// of the id so that other verl-score processes on the host use other ids.
+type uidPool struct {
+	mu   sync.Mutex
+	free []uint32
+	cond *sync.Cond
+}
+
+const uidSlots = 256
+
+var stepUIDs = newUIDPool()
+
+func newUIDPool() *uidPool {
+	p := &uidPool{}
+	p.cond = sync.NewCond(&p.mu)
+	base := uint32(0x40000000) | uint32(os.Getpid()&0x3FFFFF)<<8
+	for i := uidSlots - 1; i >= 0; i-- {
+		p.free = append(p.free, base|uint32(i))
+	}
+	return p
+}
+
+func (p *uidPool) get() uint32 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for len(p.free) == 0 {
+		p.cond.Wait()
+	}
+	u := p.free[len(p.free)-1]
+	p.free = p.free[:len(p.free)-1]
+	return u
+}
+
+func (p *uidPool) put(u uint32) {
+	p.mu.Lock()
+	p.free = append(p.free, u)
+	p.mu.Unlock()
+	p.cond.Signal()
+}
+
+// wrap prefixes argv with the shell that sets the limits and then execs it.
+func (l *Local) wrap(argv []string, lim limits) []string {
+	var b strings.Builder
+	b.WriteString("umask 022 && ulimit -c 0")
+	add := func(flag string, v int64) {
+		if v > 0 {
+			fmt.Fprintf(&b, " && ulimit %s %d", flag, v)
+		}
+	}
+	add("-t", int64(lim.cpuSec))
+	add("-f", int64(lim.fsizeMB)*2048) // 512-byte blocks
+	add("-n", int64(lim.nofile))
+	add("-v", int64(lim.addressMB)*1024)
+	add("-d", int64(lim.dataMB)*1024)
+	stack := int64(lim.stackMB) << 20
+	if l.iso.stackHard >= 0 && stack > l.iso.stackHard {
+		stack = l.iso.stackHard
+	}
+	add("-s", stack>>10)
+	if l.iso.nprocFlag != "" && l.iso.perRunUser {
+		add(l.iso.nprocFlag, int64(lim.nproc))
+	}
+	b.WriteString(` && exec "$@"`)
+	return append([]string{wrapperShell, "-c", b.String(), "sh"}, argv...)
+}
+
+// env is the whole environment of a step: nothing of ours leaks in.
+func (l *Local) env(home string, extra func(*Local) []string) []string {
+	e := []string{"PATH=" + l.pathEnv, "HOME=" + home, "TMPDIR=" + home, "LANG=C.UTF-8", "LC_ALL=C.UTF-8"}
+	if extra != nil {
+		e = append(e, extra(l)...)
+	}
+	return e
+}
+
+// runStep runs one process to completion or timeout under the Local's
+// concurrency limit. An error means the sandbox failed, not the program.
+func (l *Local) runStep(ctx context.Context, s stepSpec) (*sandboxclient.StepResult, error) {
+	select {
+	case l.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-l.sem }()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	var uid uint32
+	perUser := l.iso.perRunUser && !s.asRoot
+	if perUser {
+		uid = stepUIDs.get()
+		defer stepUIDs.put(uid)
+		attr.Credential = &syscall.Credential{Uid: uid, Gid: uid}
+		if s.owned != "" {
+			if err := chownTree(s.owned, int(uid), int(uid)); err != nil {
+				return nil, fmt.Errorf("hand directory to step user: %w", err)
+			}
+		}
+	}
+	if l.iso.netns {
+		attr.Cloneflags = syscall.CLONE_NEWNET
+		if l.iso.userns {
+			attr.Cloneflags |= syscall.CLONE_NEWUSER
+			attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
+			attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
+		}
+	}
+
+	argv := l.wrap(s.argv, s.lim)
+	cmd := &exec.Cmd{Path: argv[0], Args: argv, Dir: s.dir, Env: s.env, SysProcAttr: attr}
+
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("create pipe: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, fmt.Errorf("create pipe: %w", err)
+	}
+	cmd.Stdout, cmd.Stderr = outW, errW
+	var inW *os.File
+	if len(s.stdin) > 0 {
+		var inR *os.File
+		if inR, inW, err = os.Pipe(); err != nil {
+			outR.Close()
+			outW.Close()
+			errR.Close()
+			errW.Close()
+			return nil, fmt.Errorf("create pipe: %w", err)
+		}
+		cmd.Stdin = inR
+	}
+
+	start := l.now()
+	err = cmd.Start()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		if inW != nil {
+			inW.Close()
+		}
+		// The server reports a step it could not start as status Error.
+		return &sandboxclient.StepResult{Status: sandboxclient.StepError, Stderr: "exception on running command: " + err.Error()}, nil
+	}
+	if c, ok := cmd.Stdin.(*os.File); ok {
+		c.Close()
+	}
+	pgid := cmd.Process.Pid
+
+	max := l.opts.MaxOutputBytes
+	var wg sync.WaitGroup
+	stdout, stderr := &cappedBuffer{max: max}, &cappedBuffer{max: max}
+	wg.Add(2)
+	go func() { defer wg.Done(); stdout.drain(outR) }()
+	go func() { defer wg.Done(); stderr.drain(errR) }()
+	if inW != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			inW.Write(s.stdin) // a program that does not read its input is no error
+			inW.Close()
+		}()
+	}
+
+	done := make(chan struct{})
+	var state *os.ProcessState
+	var waitErr error
+	go func() {
+		state, waitErr = cmd.Process.Wait()
+		close(done)
+	}()
+	timer := time.NewTimer(s.timeout)
+	defer timer.Stop()
+	timedOut, cancelled := false, false
+	select {
+	case <-done:
+	case <-timer.C:
+		timedOut = true
+	case <-ctx.Done():
+		cancelled = true
+	}
+	elapsed := l.now().Sub(start)
+	// Whatever happened, nothing of the step may live on: the group first,
+	// then (as a user of its own) everything that user still runs.
+	syscall.Kill(-pgid, syscall.SIGKILL)
+	<-done
+	syscall.Kill(-pgid, syscall.SIGKILL)
+	if perUser {
+		killUser(uid)
+		removeUserFiles(uid, l.opts.TempDir)
+	}
+	// Output and input pipes end when the last holder dies; a holder that
+	// escaped (possible only without a user of its own) cannot stall us.
+	deadline := time.Now().Add(500 * time.Millisecond)
+	outR.SetReadDeadline(deadline)
+	errR.SetReadDeadline(deadline)
+	if inW != nil {
+		inW.SetWriteDeadline(deadline)
+	}
+	wg.Wait()
+	outR.Close()
+	errR.Close()
+
+	if cancelled {
+		return nil, ctx.Err()
+	}
+	if waitErr != nil {
+		return nil, fmt.Errorf("wait for step: %w", waitErr)
+	}
+	res := &sandboxclient.StepResult{
+		ExecutionTime: elapsed.Seconds(),
+		Stdout:        stdout.String("stdout"),
+		Stderr:        stderr.String("stderr"),
+	}
+	if stdout.dropped > 0 {
+		res.Stderr += stdout.note("stdout")
+	}
+	if stderr.dropped > 0 {
+		res.Stderr += stderr.note("stderr")
+	}
+	if timedOut {
+		res.Status = sandboxclient.StepTimeLimitExceeded
+		return res, nil
+	}
+	res.Status = sandboxclient.StepFinished
+	rc := state.ExitCode()
+	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		rc = -int(ws.Signal())
+	}
+	res.ReturnCode = &rc
+	return res, nil
+}
+
+// cappedBuffer keeps the first max bytes written and counts the rest.
+type cappedBuffer struct {
+	max     int
+	buf     bytes.Buffer
+	dropped int64
+}
+
+func (c *cappedBuffer) drain(f *os.File) {
+	chunk := make([]byte, 64<<10)
+	for {
+		n, err := f.Read(chunk)
+		if n > 0 {
+			keep := n
+			if room := c.max - c.buf.Len(); keep > room {
+				keep = room
+			}
+			c.buf.Write(chunk[:keep])
+			c.dropped += int64(n - keep)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (c *cappedBuffer) String(string) string { return strings.ToValidUTF8(c.buf.String(), "\uFFFD") }
+
+func (c *cappedBuffer) note(stream string) string {
+	return fmt.Sprintf("\n[verl-score sandbox: %s cut: kept the first %d bytes, discarded %d more]\n", stream, c.buf.Len(), c.dropped)
+}
+
+// chownTree gives a directory tree to uid:gid.
+func chownTree(dir string, uid, gid int) error {
+	return filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, gid)
+	})
+}
+
+// killUser kills every process of uid, again until none is left (a fork
+// loop may add some while we look). Zombies are skipped: they are dead and
+// wait for their reaper.
+func killUser(uid uint32) {
+	for pass := 0; pass < 200; pass++ {
+		d, err := os.Open("/proc")
+		if err != nil {
+			return
+		}
+		names, _ := d.Readdirnames(-1)
+		d.Close()
+		alive := 0
+		for _, name := range names {
+			if name[0] < '0' || name[0] > '9' {
+				continue
+			}
+			var st syscall.Stat_t
+			if syscall.Stat("/proc/"+name, &st) != nil || st.Uid != uid {
+				continue
+			}
+			pid, err := strconv.Atoi(name)
+			if err != nil {
+				continue
+			}
+			if isZombie(name) {
+				continue
+			}
+			alive++
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		if alive == 0 {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func isZombie(pid string) bool {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return true // gone
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z' || b[i+2] == 'X'
+}
+
+// sharedWritable are the host's world-writable directories: a step user
+// could leave files there, so they are removed after each step.
+var sharedWritable = []string{"/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock"}
+
+func removeUserFiles(uid uint32, tempDir string) {
+	dirs := sharedWritable
+	if tempDir != "" && !slices.Contains(dirs, filepath.Clean(tempDir)) {
+		dirs = append(dirs[:len(dirs):len(dirs)], tempDir)
+	}
+	for _, d := range dirs {
+		f, err := os.Open(d)
+		if err != nil {
+			continue
+		}
+		names, _ := f.Readdirnames(-1)
+		f.Close()
+		for _, n := range names {
+			p := filepath.Join(d, n)
+			var st syscall.Stat_t
+			if syscall.Lstat(p, &st) == nil && st.Uid == uid {
+				os.RemoveAll(p)
+			}
+		}
+	}
+}

@@ -1,0 +1,208 @@
+package sandbox
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+)
+
+// langSpec says how one language is compiled and run.
+type langSpec struct {
+	programs   []string // tools it needs; the first is the compiler or interpreter
+	runProgram string   // tool the run step starts ("" for a built binary)
+	source     string   // file name of the code
+	// compile returns the compile command, run in the build directory; nil
+	// for interpreted languages.
+	compile func(l *Local, dir string) []string
+	// compileAsRoot: the compiler writes a cache shared by all builds and
+	// runs no user code (go with cgo off), so it runs as root.
+	compileAsRoot bool
+	// hiddenCompile: upstream runs compile and tests as one step (go test);
+	// a failed build is reported as that one step.
+	hiddenCompile bool
+	run           func(l *Local, runDir, binDir string, memMB int) []string
+	env           func(l *Local) []string
+	// heapLimited languages (JVM, Node.js) cannot start under an
+	// address-space limit; they get heap flags and a data limit instead.
+	heapLimited bool
+}
+
+// unrunnable names, for languages a server accepts but this sandbox cannot
+// run, the program a runner would need.
+var unrunnable = map[string]string{
+	"php": "php", "csharp": "dotnet", "typescript": "tsx", "sql": "sqlite3",
+	"cuda": "nvcc", "lua": "lua", "R": "Rscript", "perl": "perl", "D_ut": "dmd",
+	"ruby": "ruby", "scala": "scala", "julia": "julia", "pytest": "pytest",
+	"junit": "junit-platform-console-standalone", "kotlin_script": "kotlinc",
+	"jest": "jest", "verilog": "iverilog", "python_gpu": "a GPU python runtime",
+	"lean": "lean", "swift": "swift", "racket": "racket",
+}
+
+func goEnv(l *Local) []string {
+	return []string{
+		"GOCACHE=" + l.goCache,
+		"GO111MODULE=off",
+		"GOFLAGS=",
+		"GOTOOLCHAIN=local",
+		"GOPROXY=off",
+		"CGO_ENABLED=0",
+		"GOTELEMETRY=off",
+	}
+}
+
+// heapMB is the heap given to a heap-limited runtime under a memory limit.
+func heapMB(memMB int) int {
+	h := memMB / 2
+	if h < 32 {
+		h = 32
+	}
+	return h
+}
+
+var languages = map[string]*langSpec{
+	"python": {
+		programs:   []string{"python3"},
+		runProgram: "python3",
+		source:     "solution.py",
+		run: func(l *Local, runDir, _ string, _ int) []string {
+			return []string{l.tools["python3"], filepath.Join(runDir, "solution.py")}
+		},
+	},
+	"bash": {
+		programs:   []string{"bash"},
+		runProgram: "bash",
+		source:     "solution.sh",
+		run: func(l *Local, runDir, _ string, _ int) []string {
+			return []string{l.tools["bash"], filepath.Join(runDir, "solution.sh")}
+		},
+	},
+	"nodejs": {
+		programs:    []string{"node"},
+		runProgram:  "node",
+		source:      "solution.js",
+		heapLimited: true,
+		run: func(l *Local, runDir, _ string, memMB int) []string {
+			argv := []string{l.tools["node"]}
+			if memMB > 0 {
+				argv = append(argv, fmt.Sprintf("--max-old-space-size=%d", heapMB(memMB)))
+			}
+			return append(argv, filepath.Join(runDir, "solution.js"))
+		},
+	},
+	"cpp": {
+		programs: []string{"g++"},
+		source:   "solution.cpp",
+		compile: func(l *Local, dir string) []string {
+			return []string{l.tools["g++"], "-std=c++17", "-O2", "solution.cpp", "-o", "test"}
+		},
+		run: func(_ *Local, _, binDir string, _ int) []string {
+			return []string{filepath.Join(binDir, "test")}
+		},
+	},
+	"rust": {
+		programs: []string{"rustc"},
+		source:   "solution.rs",
+		compile: func(l *Local, dir string) []string {
+			// Optimised, but with the overflow checks and debug assertions
+			// of the plain `rustc file.rs` the server runs, so that the
+			// same programs panic.
+			return []string{l.tools["rustc"], "-C", "opt-level=2", "-C", "overflow-checks=on",
+				"-C", "debug-assertions=on", "solution.rs", "-o", "test"}
+		},
+		run: func(_ *Local, _, binDir string, _ int) []string {
+			return []string{filepath.Join(binDir, "test")}
+		},
+	},
+	"go": {
+		programs:      []string{"go"},
+		source:        "solution.go",
+		compileAsRoot: true,
+		env:           goEnv,
+		compile: func(l *Local, dir string) []string {
+			return []string{l.tools["go"], "build", "-o", "out", "solution.go"}
+		},
+		run: func(_ *Local, _, binDir string, _ int) []string {
+			return []string{filepath.Join(binDir, "out")}
+		},
+	},
+	"go_test": {
+		programs:      []string{"go"},
+		source:        "solution_test.go",
+		compileAsRoot: true,
+		hiddenCompile: true,
+		env:           goEnv,
+		compile: func(l *Local, dir string) []string {
+			return []string{l.tools["go"], "test", "-c", "-o", "test.bin", "solution_test.go"}
+		},
+		run: func(_ *Local, _, binDir string, _ int) []string {
+			return []string{filepath.Join(binDir, "test.bin")}
+		},
+	},
+	"java": {
+		programs:    []string{"javac", "java"},
+		runProgram:  "java",
+		source:      "Main.java",
+		heapLimited: true,
+		compile: func(l *Local, dir string) []string {
+			return []string{l.tools["javac"], "-J-Xmx512m", "-J-XX:+UseSerialGC", "-J-XX:-UsePerfData",
+				"-encoding", "UTF-8", "Main.java"}
+		},
+		run: func(l *Local, _, binDir string, memMB int) []string {
+			argv := []string{l.tools["java"]}
+			if memMB > 0 {
+				argv = append(argv, fmt.Sprintf("-Xmx%dm", heapMB(memMB)))
+			}
+			return append(argv, "-XX:+UseSerialGC", "-XX:-UsePerfData", "-cp", binDir, "-ea", "Main")
+		},
+	},
+}
+
+// limits are the rlimits of one step; zero means "leave as is".
+type limits struct {
+	addressMB int
+	dataMB    int
+	stackMB   int
+	cpuSec    int
+	nproc     int
+	fsizeMB   int
+	nofile    int
+}
+
+const (
+	runNproc  = 256
+	fileMB    = 64
+	runNofile = 1024
+)
+
+func cpuSeconds(timeout time.Duration) int {
+	// A backstop: the wall clock ends the step first unless it runs on
+	// several cores at once.
+	return 2*int(timeout.Seconds()+0.999) + 1
+}
+
+// runLimits: the address space is limited to memory_limit_MB as upstream
+// does (the stack may use all of it, as upstream allows); heap-limited
+// runtimes get a data limit with room above their heap flag instead.
+func runLimits(spec *langSpec, memMB int, timeout time.Duration) limits {
+	lim := limits{cpuSec: cpuSeconds(timeout), nproc: runNproc, fsizeMB: fileMB, nofile: runNofile}
+	if memMB > 0 {
+		if spec.heapLimited {
+			lim.dataMB = memMB + 256
+		} else {
+			lim.addressMB = memMB
+			lim.stackMB = memMB
+		}
+	}
+	return lim
+}
+
+// compileLimits: compilers are trusted programs reading untrusted input;
+// they get a generous data limit so that a template bomb cannot take the
+// host's memory.
+func compileLimits(memMB int, timeout time.Duration) limits {
+	data := 4096
+	if memMB > data {
+		data = memMB
+	}
+	return limits{dataMB: data, cpuSec: cpuSeconds(timeout), nproc: runNproc, fsizeMB: 512, nofile: runNofile}
+}

@@ -1,0 +1,533 @@
+// Package sandbox runs untrusted programs on this machine and answers as a
+// SandboxFusion server would: compile, then run, with the same statuses and
+// return codes, so that a local run and a remote run give the same verdicts.
+//
+// Each step runs in a fresh directory, with a scrubbed environment, in its
+// own process group, under resource limits set by a small /bin/sh wrapper
+// (ulimit, then exec), without network where the kernel allows a new network
+// namespace, and, when running as root, as a user of its own so that a fork
+// bomb is bounded and every process it left behind can be found and killed.
+package sandbox
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/verl-score/verl-score/sandboxclient"
+	"golang.org/x/sync/singleflight"
+)
+
+// ErrUnsupportedLanguage is wrapped by Run's error for a language that a
+// SandboxFusion server would reject outright (HTTP 422).
+var ErrUnsupportedLanguage = errors.New("unsupported language")
+
+// IsolationMode chooses how much containment Local tries to set up.
+type IsolationMode int
+
+const (
+	// IsolationAuto uses every protection the host allows and warns once
+	// about the ones it cannot have.
+	IsolationAuto IsolationMode = iota
+	// IsolationNone turns off the namespace and user protections (resource
+	// limits, process groups and output caps stay).
+	IsolationNone
+)
+
+// DefaultMaxOutputBytes is how much of each of stdout and stderr a run keeps.
+const DefaultMaxOutputBytes = 1 << 20
+
+// Options configure a Local sandbox. The zero value is usable.
+type Options struct {
+	Concurrency    int           // steps running at once; default runtime.NumCPU()
+	TempDir        string        // parent of the sandbox's directories; default os.TempDir()
+	MaxOutputBytes int           // bytes kept per stream; more is read and discarded; default 1 MiB
+	Isolation      IsolationMode // IsolationAuto (default) or IsolationNone
+	Warn           io.Writer     // where the one-time notes about missing protections go; default os.Stderr
+}
+
+// Stats counts what a Local has done.
+type Stats struct {
+	Runs             int64 // requests answered by Run
+	Compiles         int64 // compilations actually performed
+	CompileCacheHits int64 // compilations answered from the cache
+}
+
+// Local is a sandbox on this machine. It implements sandboxclient.Client and
+// is safe for concurrent use.
+type Local struct {
+	opts  Options
+	root  string // private directory holding builds, runs and caches
+	sem   chan struct{}
+	iso   isolation
+	tools map[string]string // program name -> absolute path ("" if missing)
+	// rootOnly lists programs an unprivileged user cannot reach; steps using
+	// them run as root (with a warning).
+	rootOnly map[string]bool
+
+	flight singleflight.Group
+	goWarm sync.Once
+	mu     sync.Mutex
+	builds map[string]*build
+
+	runSeq                      atomic.Int64
+	runs, compiles, compileHits atomic.Int64
+	closeOnce                   sync.Once
+	closeErr                    error
+	warnOnce                    map[string]*sync.Once
+	warnMu                      sync.Mutex
+	goCache                     string
+	pathEnv                     string
+	now                         func() time.Time // injectable for step timings
+}
+
+var _ sandboxclient.Client = (*Local)(nil)
+
+// build is one cached compilation.
+type build struct {
+	dir    string
+	result *sandboxclient.StepResult
+	ok     bool
+}
+
+// New sets up a Local sandbox: it makes its private directory, finds the
+// toolchains and probes which protections the host allows, reporting the
+// missing ones once on opts.Warn.
+func New(opts Options) (*Local, error) {
+	if opts.Concurrency < 0 {
+		return nil, fmt.Errorf("sandbox concurrency must be positive, got %d", opts.Concurrency)
+	}
+	if opts.Concurrency == 0 {
+		opts.Concurrency = runtime.NumCPU()
+	}
+	if opts.TempDir == "" {
+		opts.TempDir = os.TempDir()
+	}
+	if opts.MaxOutputBytes <= 0 {
+		opts.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	if opts.Warn == nil {
+		opts.Warn = os.Stderr
+	}
+	root, err := os.MkdirTemp(opts.TempDir, "verl-score-sandbox-")
+	if err != nil {
+		return nil, fmt.Errorf("create sandbox directory: %w", err)
+	}
+	// Runs of other users must traverse it to reach their own directory and
+	// the cached binaries, but not list it.
+	if err := os.Chmod(root, 0o711); err != nil {
+		os.RemoveAll(root)
+		return nil, fmt.Errorf("create sandbox directory: %w", err)
+	}
+	l := &Local{
+		opts:     opts,
+		root:     root,
+		sem:      make(chan struct{}, opts.Concurrency),
+		builds:   map[string]*build{},
+		warnOnce: map[string]*sync.Once{},
+		now:      time.Now,
+		goCache:  goCacheDir(opts.TempDir),
+	}
+	for _, d := range []string{"builds", "runs"} {
+		if err := os.Mkdir(filepath.Join(root, d), 0o711); err != nil {
+			os.RemoveAll(root)
+			return nil, fmt.Errorf("create sandbox directory: %w", err)
+		}
+	}
+	l.iso = probeIsolation(opts.Isolation)
+	l.tools, l.rootOnly = findTools(l.iso.perRunUser)
+	l.pathEnv = childPath(l.tools)
+	for _, note := range l.iso.notes {
+		fmt.Fprintf(opts.Warn, "verl-score sandbox: %s\n", note)
+	}
+	return l, nil
+}
+
+// goCacheDir is the Go build cache of the sandbox's compiles. It is shared
+// by every Local and outlives them, like the go command's own cache, so that
+// the standard library is compiled once per machine, not once per process.
+// Only root-run or same-user go commands write it.
+func goCacheDir(tempDir string) string {
+	if d, err := os.UserCacheDir(); err == nil {
+		p := filepath.Join(d, "verl-score", "go-build")
+		if os.MkdirAll(p, 0o700) == nil {
+			return p
+		}
+	}
+	return filepath.Join(tempDir, fmt.Sprintf("verl-score-go-build-%d", os.Getuid()))
+}
+
+// Stats returns the counters so far.
+func (l *Local) Stats() Stats {
+	return Stats{Runs: l.runs.Load(), Compiles: l.compiles.Load(), CompileCacheHits: l.compileHits.Load()}
+}
+
+// Close removes the sandbox's directory with its cached builds.
+func (l *Local) Close() error {
+	l.closeOnce.Do(func() { l.closeErr = os.RemoveAll(l.root) })
+	return l.closeErr
+}
+
+// warn writes a note once per Local.
+func (l *Local) warn(key, msg string) {
+	l.warnMu.Lock()
+	o, ok := l.warnOnce[key]
+	if !ok {
+		o = &sync.Once{}
+		l.warnOnce[key] = o
+	}
+	l.warnMu.Unlock()
+	o.Do(func() { fmt.Fprintf(l.opts.Warn, "verl-score sandbox: %s\n", msg) })
+}
+
+// Run compiles (if the language needs it) and runs req.Code, answering as
+// a SandboxFusion server would. An error means no response: ctx was
+// cancelled, the sandbox itself failed, or the language is one a server
+// would reject (wrapping ErrUnsupportedLanguage).
+func (l *Local) Run(ctx context.Context, req *sandboxclient.Request) (*sandboxclient.Response, error) {
+	if req == nil {
+		return nil, errors.New("nil request")
+	}
+	if !sandboxclient.IsSupportedLanguage(req.Language) {
+		return nil, fmt.Errorf("language %q: %w", req.Language, ErrUnsupportedLanguage)
+	}
+	l.runs.Add(1)
+	spec, ok := languages[req.Language]
+	if !ok {
+		return sandboxError(fmt.Sprintf("exception on running code: the local sandbox has no runner for %q (it would need %s)",
+			req.Language, unrunnable[req.Language])), nil
+	}
+	for _, prog := range spec.programs {
+		if l.tools[prog] == "" {
+			return sandboxError(fmt.Sprintf("exception on running code: %s not found on this machine (needed for %s)", prog, req.Language)), nil
+		}
+	}
+	files, err := decodeFiles(req.Files)
+	if err != nil {
+		return sandboxError("exception on running code: " + err.Error()), nil
+	}
+
+	resp := &sandboxclient.Response{Files: map[string]string{}}
+	var binDir string
+	if spec.compile != nil {
+		b, err := l.compile(ctx, spec, req, files)
+		if err != nil {
+			return nil, err
+		}
+		if spec.hiddenCompile {
+			// go_test is one `go test` step upstream: a failed build is a
+			// failed run, not a compile error.
+			if !b.ok {
+				resp.RunResult = goTestBuildFailure(b.result)
+				resp.Status = overallStatus(nil, resp.RunResult)
+				return resp, nil
+			}
+		} else {
+			resp.CompileResult = b.result
+			if !b.ok {
+				resp.Status = overallStatus(resp.CompileResult, nil)
+				return resp, nil
+			}
+		}
+		binDir = b.dir
+	}
+
+	rr, fetched, err := l.execute(ctx, spec, req, files, binDir)
+	if err != nil {
+		return nil, err
+	}
+	resp.RunResult = rr
+	for k, v := range fetched {
+		resp.Files[k] = v
+	}
+	resp.Status = overallStatus(resp.CompileResult, resp.RunResult)
+	return resp, nil
+}
+
+// overallStatus applies the server's rule: SandboxError if a step could
+// not run, else Failed if a step timed out or returned non-zero, else
+// Success.
+func overallStatus(steps ...*sandboxclient.StepResult) string {
+	failed := false
+	for _, s := range steps {
+		if s == nil {
+			continue
+		}
+		switch {
+		case s.Status == sandboxclient.StepError:
+			return sandboxclient.StatusSandboxError
+		case s.Status == sandboxclient.StepTimeLimitExceeded:
+			failed = true
+		case s.ReturnCode == nil || *s.ReturnCode != 0:
+			failed = true
+		}
+	}
+	if failed {
+		return sandboxclient.StatusFailed
+	}
+	return sandboxclient.StatusSuccess
+}
+
+func sandboxError(msg string) *sandboxclient.Response {
+	return &sandboxclient.Response{Status: sandboxclient.StatusSandboxError, Message: msg, Files: map[string]string{}}
+}
+
+// compile builds req.Code once per (language, code, files); concurrent
+// and later requests for the same source share the result.
+func (l *Local) compile(ctx context.Context, spec *langSpec, req *sandboxclient.Request, files map[string][]byte) (*build, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%d\x00%s\x00", req.Language, len(req.Code), req.Code)
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(h, "%s\x00%d\x00%s\x00", n, len(files[n]), files[n])
+	}
+	key := hex.EncodeToString(h.Sum(nil))
+
+	l.mu.Lock()
+	if b, ok := l.builds[key]; ok {
+		l.mu.Unlock()
+		l.compileHits.Add(1)
+		return b, nil
+	}
+	l.mu.Unlock()
+
+	shared := true
+	v, err, _ := l.flight.Do(key, func() (any, error) {
+		shared = false
+		b, err := l.doCompile(ctx, spec, req, files, key)
+		if err != nil {
+			return nil, err
+		}
+		l.mu.Lock()
+		l.builds[key] = b
+		l.mu.Unlock()
+		return b, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if shared {
+		l.compileHits.Add(1)
+	}
+	return v.(*build), nil
+}
+
+func (l *Local) doCompile(ctx context.Context, spec *langSpec, req *sandboxclient.Request, files map[string][]byte, key string) (*build, error) {
+	dir := filepath.Join(l.root, "builds", key[:32])
+	os.RemoveAll(dir)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create build directory: %w", err)
+	}
+	if err := writeFiles(dir, files); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, spec.source), []byte(req.Code), 0o644); err != nil {
+		return nil, fmt.Errorf("write source: %w", err)
+	}
+	if spec.env != nil && l.tools["go"] != "" && spec.programs[0] == "go" {
+		l.goWarm.Do(func() { l.warmGoCache(ctx) })
+	}
+	argv := spec.compile(l, dir)
+	// go_test builds inside its one step upstream; here the build is
+	// cached and shared by the cases, so it gets the compile timeout.
+	timeout := secondsToDuration(req.CompileTimeout)
+	st := stepSpec{
+		argv:    argv,
+		dir:     dir,
+		env:     l.env(dir, spec.env),
+		timeout: timeout,
+		lim:     compileLimits(req.MemoryLimitMB, timeout),
+		asRoot:  spec.compileAsRoot || l.rootOnly[spec.programs[0]],
+		owned:   dir,
+	}
+	if st.asRoot && l.rootOnly[spec.programs[0]] {
+		l.warn("root-"+spec.programs[0], fmt.Sprintf("%s is not reachable by an unprivileged user; its compiles run as root", l.tools[spec.programs[0]]))
+	}
+	l.compiles.Add(1)
+	res, err := l.runStep(ctx, st)
+	// Whoever compiled, the result belongs to root from now on so that no
+	// later run can change a cached binary.
+	chownTree(dir, 0, 0)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	ok := res.Status == sandboxclient.StepFinished && res.ReturnCode != nil && *res.ReturnCode == 0
+	return &build{dir: dir, result: res, ok: ok}, nil
+}
+
+// warmGoCacheCode imports what solutions and tests commonly use, so that
+// building it once fills the Go build cache with the standard library.
+const warmGoCacheCode = `package warm_test
+
+import (
+	"bufio"
+	"fmt"
+	"math"
+	"os"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+var _ = []any{bufio.NewReader, fmt.Sprint, math.Abs, os.Exit, reflect.DeepEqual, sort.Ints, strconv.Itoa, strings.Fields}
+
+func TestWarm(t *testing.T) {}
+`
+
+// warmGoCache builds a test binary once before the first Go compile, with
+// a generous timeout: on a machine whose cache is cold, compiling the
+// standard library would otherwise be charged to the first solution's
+// compile timeout and turn it into a compile error.
+func (l *Local) warmGoCache(ctx context.Context) {
+	dir, err := os.MkdirTemp(filepath.Join(l.root, "builds"), "gowarm-")
+	if err != nil {
+		return
+	}
+	defer os.RemoveAll(dir)
+	if os.WriteFile(filepath.Join(dir, "warm_test.go"), []byte(warmGoCacheCode), 0o644) != nil {
+		return
+	}
+	l.runStep(ctx, stepSpec{
+		argv:    []string{l.tools["go"], "test", "-c", "-o", "warm.bin", "warm_test.go"},
+		dir:     dir,
+		env:     l.env(dir, goEnv),
+		timeout: 10 * time.Minute,
+		lim:     compileLimits(0, 10*time.Minute),
+		asRoot:  true,
+	})
+}
+
+// goTestBuildFailure turns a failed `go test -c` into what `go test`
+// itself reports for a package that does not build.
+func goTestBuildFailure(c *sandboxclient.StepResult) *sandboxclient.StepResult {
+	r := *c
+	if r.Status == sandboxclient.StepFinished {
+		one := 1
+		r.ReturnCode = &one
+		r.Stdout = "FAIL\tcommand-line-arguments [build failed]\nFAIL\n"
+	}
+	return &r
+}
+
+// execute runs the program of one request in a fresh directory.
+func (l *Local) execute(ctx context.Context, spec *langSpec, req *sandboxclient.Request, files map[string][]byte, binDir string) (*sandboxclient.StepResult, map[string]string, error) {
+	dir := filepath.Join(l.root, "runs", fmt.Sprintf("r%d", l.runSeq.Add(1)))
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, nil, fmt.Errorf("create run directory: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	if err := writeFiles(dir, files); err != nil {
+		return nil, nil, err
+	}
+	if spec.compile == nil {
+		if err := os.WriteFile(filepath.Join(dir, spec.source), []byte(req.Code), 0o644); err != nil {
+			return nil, nil, fmt.Errorf("write source: %w", err)
+		}
+	}
+	var stdin []byte
+	if req.Stdin != nil {
+		stdin = []byte(*req.Stdin)
+	}
+	timeout := secondsToDuration(req.RunTimeout)
+	st := stepSpec{
+		argv:    spec.run(l, dir, binDir, req.MemoryLimitMB),
+		dir:     dir,
+		env:     l.env(dir, spec.env),
+		stdin:   stdin,
+		timeout: timeout,
+		lim:     runLimits(spec, req.MemoryLimitMB, timeout),
+		asRoot:  l.rootOnly[spec.runProgram],
+		owned:   dir,
+	}
+	if st.asRoot {
+		l.warn("root-"+spec.runProgram, fmt.Sprintf("%s is not reachable by an unprivileged user; its runs run as root", l.tools[spec.runProgram]))
+	}
+	res, err := l.runStep(ctx, st)
+	if err != nil {
+		return nil, nil, err
+	}
+	fetched := map[string]string{}
+	for _, name := range req.FetchFiles {
+		p, err := safeJoin(dir, name)
+		if err != nil {
+			continue
+		}
+		if fi, err := os.Lstat(p); err != nil || !fi.Mode().IsRegular() || fi.Size() > int64(l.opts.MaxOutputBytes) {
+			continue
+		}
+		if data, err := os.ReadFile(p); err == nil {
+			fetched[name] = base64.StdEncoding.EncodeToString(data)
+		}
+	}
+	return res, fetched, nil
+}
+
+func secondsToDuration(s float64) time.Duration {
+	if s <= 0 {
+		s = 10 // the server's default
+	}
+	return time.Duration(s * float64(time.Second))
+}
+
+// decodeFiles decodes the request's base64 files, refusing names that
+// would land outside the run directory.
+func decodeFiles(in map[string]string) (map[string][]byte, error) {
+	out := make(map[string][]byte, len(in))
+	for name, content := range in {
+		if strings.Contains(name, "IGNORE_THIS_FILE") {
+			continue
+		}
+		if _, err := safeJoin("/x", name); err != nil {
+			return nil, err
+		}
+		data, err := base64.StdEncoding.DecodeString(content)
+		if err != nil {
+			return nil, fmt.Errorf("file %q is not base64: %w", name, err)
+		}
+		out[name] = data
+	}
+	return out, nil
+}
+
+func safeJoin(dir, name string) (string, error) {
+	clean := filepath.Clean(name)
+	if name == "" || filepath.IsAbs(name) || clean == ".." || strings.HasPrefix(clean, "../") {
+		return "", fmt.Errorf("file name %q leaves the run directory", name)
+	}
+	return filepath.Join(dir, clean), nil
+}
+
+func writeFiles(dir string, files map[string][]byte) error {
+	for name, data := range files {
+		p, err := safeJoin(dir, name)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return fmt.Errorf("write file %q: %w", name, err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			return fmt.Errorf("write file %q: %w", name, err)
+		}
+	}
+	return nil
+}

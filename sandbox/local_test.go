@@ -1,0 +1,274 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/verl-score/verl-score/sandboxclient"
+)
+
+// newLocal makes a Local for one test, closed at its end.
+func newLocal(t testing.TB, opts Options) *Local {
+	t.Helper()
+	if opts.Warn == nil {
+		opts.Warn = &bytes.Buffer{}
+	}
+	l, err := New(opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := l.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return l
+}
+
+// shared is one Local for the tests that do not look at its counters.
+var (
+	sharedOnce  sync.Once
+	sharedLocal *Local
+	sharedErr   error
+)
+
+func sharedSandbox(t *testing.T) *Local {
+	t.Helper()
+	sharedOnce.Do(func() { sharedLocal, sharedErr = New(Options{Warn: &bytes.Buffer{}}) })
+	if sharedErr != nil {
+		t.Fatalf("New: %v", sharedErr)
+	}
+	return sharedLocal
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if sharedLocal != nil {
+		sharedLocal.Close()
+	}
+	os.Exit(code)
+}
+
+// needTools skips the test when a language's toolchain is missing here.
+func needTools(t *testing.T, l *Local, lang string) {
+	t.Helper()
+	spec, ok := languages[lang]
+	if !ok {
+		return
+	}
+	for _, p := range spec.programs {
+		if l.tools[p] == "" {
+			t.Skipf("%s not installed", p)
+		}
+	}
+}
+
+func TestLanguageCases(t *testing.T) {
+	l := sharedSandbox(t)
+	for _, c := range LanguageCases() {
+		t.Run(c.Name, func(t *testing.T) {
+			t.Parallel()
+			needTools(t, l, c.Language)
+			resp, err := l.Run(context.Background(), c.Request())
+			got := c.Judge(resp, err)
+			if got.Verdict != c.Want {
+				t.Fatalf("got verdict %v (status %s), want %v; response %s", got.Verdict, got.Status, c.Want, respText(resp, err))
+			}
+		})
+	}
+}
+
+func respText(resp *sandboxclient.Response, err error) string {
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	b, _ := json.Marshal(resp)
+	if len(b) > 3000 {
+		b = b[:3000]
+	}
+	return string(b)
+}
+
+type protoFixture struct {
+	Request  *sandboxclient.Request `json:"request"`
+	Response sandboxclient.Response `json:"response"`
+}
+
+// TestFixtures answers the requests a real SandboxFusion server answered
+// and compares everything but timings, paths and message texts.
+func TestFixtures(t *testing.T) {
+	l := sharedSandbox(t)
+	paths, err := filepath.Glob("testdata/protocol/*.json")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no fixtures: %v", err)
+	}
+	for _, p := range paths {
+		var fx protoFixture
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(data, &fx); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if fx.Request == nil {
+			continue // a note without a request
+		}
+		t.Run(strings.TrimSuffix(filepath.Base(p), ".json"), func(t *testing.T) {
+			t.Parallel()
+			needTools(t, l, fx.Request.Language)
+			got, err := l.Run(context.Background(), fx.Request)
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			want := fx.Response
+			if got.Status != want.Status {
+				t.Errorf("got status %q, want %q (%s)", got.Status, want.Status, respText(got, nil))
+			}
+			compareStepResult(t, "compile_result", got.CompileResult, want.CompileResult, false)
+			compareStepResult(t, "run_result", got.RunResult, want.RunResult, true)
+			if want.Status == sandboxclient.StatusSandboxError && got.Message == "" {
+				t.Errorf("got an empty message for a sandbox error")
+			}
+		})
+	}
+}
+
+func compareStepResult(t *testing.T, name string, got, want *sandboxclient.StepResult, output bool) {
+	t.Helper()
+	if (got == nil) != (want == nil) {
+		t.Fatalf("%s: got %+v, want %+v", name, got, want)
+	}
+	if got == nil {
+		return
+	}
+	if got.Status != want.Status {
+		t.Errorf("%s: got status %q, want %q", name, got.Status, want.Status)
+	}
+	if (got.ReturnCode == nil) != (want.ReturnCode == nil) || (got.ReturnCode != nil && *got.ReturnCode != *want.ReturnCode) {
+		t.Errorf("%s: got return code %v, want %v", name, fmtRC(got.ReturnCode), fmtRC(want.ReturnCode))
+	}
+	if output && got.Stdout != want.Stdout {
+		t.Errorf("%s: got stdout %q, want %q", name, got.Stdout, want.Stdout)
+	}
+	// Error texts name temp paths; their last line (the error itself) agrees.
+	if lastStderrLine(got.Stderr) != lastStderrLine(want.Stderr) && output {
+		t.Errorf("%s: got stderr ending %q, want %q", name, lastStderrLine(got.Stderr), lastStderrLine(want.Stderr))
+	}
+}
+
+func lastStderrLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return lines[len(lines)-1]
+}
+
+func fmtRC(rc *int) any {
+	if rc == nil {
+		return "null"
+	}
+	return *rc
+}
+
+func TestUnsupportedLanguage(t *testing.T) {
+	l := sharedSandbox(t)
+	_, err := l.Run(context.Background(), &sandboxclient.Request{Language: "cobol", Code: "x", RunTimeout: 1})
+	if !errors.Is(err, ErrUnsupportedLanguage) {
+		t.Fatalf("got error %v, want one wrapping ErrUnsupportedLanguage", err)
+	}
+}
+
+func TestNoLocalRunner(t *testing.T) {
+	l := sharedSandbox(t)
+	resp, err := l.Run(context.Background(), &sandboxclient.Request{Language: "php", Code: "<?php echo 1;", RunTimeout: 1})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if resp.Status != sandboxclient.StatusSandboxError || !strings.Contains(resp.Message, "php") {
+		t.Fatalf("got %s, want a SandboxError naming php", respText(resp, nil))
+	}
+	if v := sandboxclient.Judge(0, "", "", nil, resp, nil).Verdict; v != sandboxclient.VerdictAPIError {
+		t.Fatalf("got verdict %v, want -1", v)
+	}
+}
+
+func TestCompileCache(t *testing.T) {
+	l := newLocal(t, Options{})
+	needTools(t, l, "cpp")
+	code := "#include <iostream>\nint main(){int a;std::cin>>a;std::cout<<a*2<<std::endl;}\n"
+	var wg sync.WaitGroup
+	outs := make([]string, 6)
+	errs := make([]error, 6)
+	for i := range outs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			in := strings.Repeat("1", i+1)
+			resp, err := l.Run(context.Background(), &sandboxclient.Request{Language: "cpp", Code: code, Stdin: &in, RunTimeout: 5, CompileTimeout: 30, MemoryLimitMB: 1024})
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			outs[i] = resp.RunResult.Stdout
+		}()
+	}
+	wg.Wait()
+	for i := range outs {
+		if errs[i] != nil {
+			t.Fatalf("run %d: %v", i, errs[i])
+		}
+		in := strings.Repeat("1", i+1)
+		want := strings.TrimLeft(strings.Repeat("2", i+1), "") + "\n"
+		_ = in
+		if outs[i] != want {
+			t.Errorf("run %d: got stdout %q, want %q", i, outs[i], want)
+		}
+	}
+	// A compile error is cached as well.
+	for range 2 {
+		resp, err := l.Run(context.Background(), &sandboxclient.Request{Language: "cpp", Code: "int main(){ return x; }", RunTimeout: 5, CompileTimeout: 30, MemoryLimitMB: 1024})
+		if err != nil || resp.CompileResult == nil || resp.RunResult != nil || resp.Status != sandboxclient.StatusFailed {
+			t.Fatalf("compile error: got %s", respText(resp, err))
+		}
+	}
+	st := l.Stats()
+	if st.Compiles != 2 || st.CompileCacheHits != 6 || st.Runs != 8 {
+		t.Fatalf("got stats %+v, want 2 compiles, 6 cache hits, 8 runs", st)
+	}
+}
+
+// TestConcurrentStdin checks that each of many simultaneous runs reads its
+// own input.
+func TestConcurrentStdin(t *testing.T) {
+	l := sharedSandbox(t)
+	const n = 24
+	var wg sync.WaitGroup
+	got := make([]string, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			in := strings.Repeat("x", i*1000) + "\n" // beyond small pipe writes for most
+			resp, err := l.Run(context.Background(), &sandboxclient.Request{Language: "python", Code: "import sys; print(len(sys.stdin.read()))", Stdin: &in, RunTimeout: 20, MemoryLimitMB: 1024})
+			if err != nil {
+				got[i] = err.Error()
+				return
+			}
+			got[i] = resp.RunResult.Stdout
+		}()
+	}
+	wg.Wait()
+	for i := range n {
+		if want := strings.TrimSpace(decimal(i*1000+1)) + "\n"; got[i] != want {
+			t.Errorf("run %d: got %q, want %q", i, got[i], want)
+		}
+	}
+}
+
+func decimal(i int) string { b, _ := json.Marshal(i); return string(b) }
