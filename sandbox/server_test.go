@@ -902,3 +902,63 @@ func TestRunCodeNoQueue(t *testing.T) {
 		t.Errorf("got HTTP %d for the running request, want 200", got)
 	}
 }
+
+// BenchmarkServerOverhead measures what the HTTP layer adds per request
+// (JSON in and out, queue, metrics) with a client that answers at once.
+func BenchmarkServerOverhead(b *testing.B) {
+	srv := httptest.NewServer(NewServer(echoClient(), ServerOptions{MaxInFlight: 8, MaxQueue: 64}).Handler())
+	defer srv.Close()
+	hc, err := sandboxclient.NewHTTPClient(sandboxclient.HTTPOptions{URL: srv.URL + "/run_code", MaxConns: 8, Retry: sandboxclient.VerlRetryPolicy()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := "hello"
+	req := &sandboxclient.Request{CompileTimeout: 10, RunTimeout: 10, MemoryLimitMB: 1024, Language: "python", Code: "print(input())", Stdin: &in}
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := hc.Run(context.Background(), req); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkPythonEcho compares a trivial Python request run directly by
+// Local with the same request through the server.
+func BenchmarkPythonEcho(b *testing.B) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		b.Skip("python3 not installed")
+	}
+	local, err := New(Options{Concurrency: 2, Warn: io.Discard})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer local.Close()
+	srv := httptest.NewServer(NewServer(local, ServerOptions{MaxInFlight: 2}).Handler())
+	defer srv.Close()
+	hc, err := sandboxclient.NewHTTPClient(sandboxclient.HTTPOptions{URL: srv.URL + "/run_code", MaxConns: 2, Retry: sandboxclient.VerlRetryPolicy()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := "hello"
+	req := &sandboxclient.Request{CompileTimeout: 10, RunTimeout: 10, MemoryLimitMB: 1024, Language: "python", Code: "print(input())", Stdin: &in}
+	for _, bc := range []struct {
+		name string
+		c    sandboxclient.Client
+	}{{"direct", local}, {"http", hc}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetParallelism(1) // GOMAXPROCS goroutines: the sandbox's 2 slots on 2 cores
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					resp, err := bc.c.Run(context.Background(), req)
+					if err != nil || resp.RunResult == nil || resp.RunResult.Stdout != "hello\n" {
+						b.Errorf("got %s, %v", dump(resp), err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
