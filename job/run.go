@@ -139,25 +139,13 @@ func Run(ctx context.Context, client sandboxclient.Client, opts Options) (*Summa
 	}
 
 	p := &pipeline{opts: opts, w: w, cw: cw, jr: jr, done: done, slotOf: map[int64]slot{}, sum: newSummary(opts.Input, opts.Output, opts.MaskInfra)}
-	engCtx, cancelEng := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelEng()
-	if opts.Abort != nil {
-		go func() {
-			select {
-			case <-opts.Abort:
-				cancelEng()
-			case <-engCtx.Done():
-			}
-		}()
-	}
-
 	in := make(chan score.Solution, 64)
 	readErr := make(chan error, 1)
 	go func() {
 		defer close(in)
 		readErr <- p.feed(ctx, rd, in)
 	}()
-	runErr := eng.Run(engCtx, in, p.collect)
+	runErr := eng.Run(ctx, opts.Abort, in, p.collect)
 	rerr := <-readErr
 	if runErr == nil {
 		runErr = p.err

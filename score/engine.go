@@ -167,7 +167,7 @@ type Progress struct {
 type Engine struct {
 	client   sandboxclient.Client
 	opts     Options
-	sem      chan struct{}
+	lim      *limiter
 	progress *Progress
 }
 
@@ -194,7 +194,7 @@ func New(client sandboxclient.Client, opts Options) (*Engine, error) {
 	return &Engine{
 		client:   client,
 		opts:     opts,
-		sem:      make(chan struct{}, opts.MaxConcurrent),
+		lim:      newLimiter(opts.MaxConcurrent),
 		progress: &Progress{},
 	}, nil
 }
@@ -220,10 +220,24 @@ type solState struct {
 // Run scores every solution received from in and calls emit with the
 // results in the order the solutions arrived, one at a time from a single
 // goroutine. It returns when in is closed and every result is emitted, or
-// when emit fails. Cancelling ctx aborts the requests in flight: their
+// when emit fails. Cancelling ctx stops sending: cases not yet sent are
+// not sent and their solutions come back with Aborted set, while the
+// requests in flight run to their end unless abort is closed too (then
+// they are cancelled). Pass a nil abort to never cancel requests.
 // results come back with Aborted set. To stop gracefully, stop sending and
 // close in; what was received is finished.
-func (e *Engine) Run(ctx context.Context, in <-chan Solution, emit func(*Result) error) error {
+func (e *Engine) Run(ctx context.Context, abort <-chan struct{}, in <-chan Solution, emit func(*Result) error) error {
+	reqCtx, cancelReqs := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelReqs()
+	if abort != nil {
+		go func() {
+			select {
+			case <-abort:
+				cancelReqs()
+			case <-reqCtx.Done():
+			}
+		}()
+	}
 	queue := make(chan *solState, e.opts.Window)
 	emitErr := make(chan error, 1)
 	stopDispatch := make(chan struct{})
@@ -240,11 +254,11 @@ func (e *Engine) Run(ctx context.Context, in <-chan Solution, emit func(*Result)
 				return
 			}
 			// Each solution dispatches its own cases; the window bounds
-			// how many do at once, the semaphore the requests.
+			// how many do at once, the limiter the requests.
 			dispatchers.Add(1)
 			go func() {
 				defer dispatchers.Done()
-				e.dispatch(ctx, st)
+				e.dispatch(ctx, reqCtx, st)
 			}()
 		}
 	}()
@@ -369,7 +383,7 @@ var compiledLanguages = map[string]bool{
 // not yet sent are not sent: SPEC 6 overwrites their verdicts anyway. For
 // a compiled language the first case goes alone, so a compile error costs
 // one request.
-func (e *Engine) dispatch(ctx context.Context, st *solState) {
+func (e *Engine) dispatch(ctx, reqCtx context.Context, st *solState) {
 	defer e.waitAndFinish(st)
 	if st.set == nil || st.set.Mismatch || len(st.set.Cases) == 0 {
 		return
@@ -391,9 +405,16 @@ func (e *Engine) dispatch(ctx context.Context, st *solState) {
 		if skip(i) {
 			return
 		}
-		select {
-		case e.sem <- struct{}{}:
-		case <-ctx.Done():
+		stopped := ctx.Err() != nil
+		if !stopped {
+			if err := e.lim.acquire(ctx, st.res.ID, i); err != nil {
+				stopped = true
+			} else if ctx.Err() != nil {
+				e.lim.release()
+				stopped = true
+			}
+		}
+		if stopped {
 			st.mu.Lock()
 			st.res.Aborted = true
 			st.mu.Unlock()
@@ -401,17 +422,17 @@ func (e *Engine) dispatch(ctx context.Context, st *solState) {
 		}
 		// Check again: a compile error may have come back while waiting.
 		if skip(i) {
-			<-e.sem
+			e.lim.release()
 			return
 		}
 		st.sent[i] = true
 		st.pending.Add(1)
 		e.progress.InFlight.Add(1)
 		if i == 0 && probe {
-			e.send(ctx, st, i)
+			e.send(reqCtx, st, i)
 			continue
 		}
-		go e.send(ctx, st, i)
+		go e.send(reqCtx, st, i)
 	}
 }
 
@@ -421,7 +442,7 @@ func (e *Engine) send(ctx context.Context, st *solState, i int) {
 	defer st.pending.Done()
 	resp, err := e.client.Run(ctx, e.request(st, i))
 	e.progress.InFlight.Add(-1)
-	<-e.sem
+	e.lim.release()
 	cr := e.judge(st, i, resp, err)
 	e.progress.CasesDone.Add(1)
 	if cr.Infra {

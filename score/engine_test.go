@@ -119,7 +119,7 @@ func runAll(t testing.TB, e *Engine, sols []Solution) []*Result {
 		}
 	}()
 	var out []*Result
-	err := e.Run(context.Background(), in, func(r *Result) error {
+	err := e.Run(context.Background(), nil, in, func(r *Result) error {
 		c := *r
 		out = append(out, &c)
 		return nil
@@ -395,7 +395,7 @@ func TestVerlSamples(t *testing.T) {
 	}
 }
 
-// TestCancelAbortsInFlight: cancelling the context marks unfinished
+// TestCancelAbortsInFlight: stopping and aborting marks unfinished
 // solutions Aborted so their results are not kept.
 func TestCancelAbortsInFlight(t *testing.T) {
 	s := newStandIn(t, 0)
@@ -415,9 +415,10 @@ func TestCancelAbortsInFlight(t *testing.T) {
 		in <- Solution{ID: int64(i), Completion: "```python\nprint(input())\n```", GroundTruth: groundTruth(3)}
 	}
 	close(in)
-	go func() { <-started; cancel() }()
+	abort := make(chan struct{})
+	go func() { <-started; cancel(); close(abort) }()
 	var got []*Result
-	err := e.Run(ctx, in, func(r *Result) error { c := *r; got = append(got, &c); return nil })
+	err := e.Run(ctx, abort, in, func(r *Result) error { c := *r; got = append(got, &c); return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -428,5 +429,51 @@ func TestCancelAbortsInFlight(t *testing.T) {
 		if !r.Aborted {
 			t.Errorf("solution %d: got Aborted false after cancel", r.ID)
 		}
+	}
+}
+
+// TestStopLetsInFlightFinish: cancelling the context sends nothing more,
+// but the requests in flight complete with real verdicts.
+func TestStopLetsInFlightFinish(t *testing.T) {
+	s := newStandIn(t, 0)
+	release := make(chan struct{})
+	var once sync.Once
+	started := make(chan struct{})
+	s.run = func(req *sandboxclient.Request) *sandboxclient.Response {
+		once.Do(func() { close(started) })
+		<-release
+		return echoRun(req)
+	}
+	e, _ := New(s.client(t, 2), Options{MaxConcurrent: 2, Timeout: 10, MemoryLimitMB: 1024, Language: "python"})
+	ctx, cancel := context.WithCancel(context.Background())
+	in := make(chan Solution, 4)
+	for i := range 4 {
+		in <- Solution{ID: int64(i), Completion: "```python\nprint(input())\n```", GroundTruth: groundTruth(1)}
+	}
+	close(in)
+	go func() {
+		<-started
+		cancel()
+		time.Sleep(20 * time.Millisecond)
+		close(release)
+	}()
+	var got []*Result
+	if err := e.Run(ctx, nil, in, func(r *Result) error { c := *r; got = append(got, &c); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	finished := 0
+	for _, r := range got {
+		if !r.Aborted {
+			finished++
+			if r.Score != 1 {
+				t.Errorf("solution %d finished with score %v, want 1", r.ID, r.Score)
+			}
+		}
+	}
+	if finished == 0 || finished > 2 {
+		t.Errorf("got %d finished solutions, want the 1 or 2 in flight at the stop", finished)
+	}
+	if n := s.requests.Load(); n > 2 {
+		t.Errorf("got %d requests, want none sent after the stop", n)
 	}
 }
