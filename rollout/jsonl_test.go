@@ -189,8 +189,8 @@ func TestJSONLRowErrors(t *testing.T) {
 		{`{"responses":7,"reward_model":{"ground_truth":"{}"}}`, `in.jsonl:1: field "responses": is a number, want a string or a list of strings`},
 		{`{"responses":["a",1],"reward_model":{"ground_truth":"{}"}}`, `in.jsonl:1: field "responses": element 1 is a number, want a string`},
 		{`{"responses":["a"],"data_source":5,"reward_model":{"ground_truth":"{}"}}`, `in.jsonl:1: field "data_source": is a number, want a string`},
-		{`[1,2]`, `in.jsonl:1: not a JSON object (starts with "[")`},
-		{`{"responses":["a"]} {}`, `in.jsonl:1: not valid JSON: data after the end of the object`},
+		{`[1,2]`, `in.jsonl:1: not a JSON object (it is a list)`},
+		{`{"responses":["a"]} {}`, `in.jsonl:1: not valid JSON: invalid character '{' after top-level value`},
 		{`{"responses":["a"],"reward_model.ground_truth":"{}"}`, ``}, // a flat dotted key is found too
 	}
 	for _, tt := range tests {
@@ -313,5 +313,37 @@ func TestScoresWithNull(t *testing.T) {
 	}
 	if _, err := r.Next(); !errors.Is(err, io.EOF) {
 		t.Errorf("Next after the end: %v, want io.EOF", err)
+	}
+}
+
+func TestParseObject(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []member
+		err  string
+	}{
+		{`{}`, nil, ""},
+		{` { "a" : 1 , "b":[1,{"c":"}]"}] ,"c\"d":"x\\\"}" , "e":null,"f":-1.5e3,"g":true}  `, []member{
+			{"a", json.RawMessage(`1`)},
+			{"b", json.RawMessage(`[1,{"c":"}]"}]`)},
+			{`c"d`, json.RawMessage(`"x\\\"}"`)},
+			{"e", json.RawMessage(`null`)},
+			{"f", json.RawMessage(`-1.5e3`)},
+			{"g", json.RawMessage(`true`)},
+		}, ""},
+		{`{"a":{"b":{"c":[]}}}`, []member{{"a", json.RawMessage(`{"b":{"c":[]}}`)}}, ""},
+		{`"x"`, nil, "not a JSON object (it is a string)"},
+		{`{"a":1`, nil, "not valid JSON: unexpected end of JSON input"},
+		{``, nil, "not valid JSON: unexpected end of JSON input"},
+	}
+	for _, tt := range tests {
+		got, err := parseObject([]byte(tt.in))
+		gotErr := ""
+		if err != nil {
+			gotErr = err.Error()
+		}
+		if gotErr != tt.err || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("parseObject(%s) = %q, %q; want %q, %q", tt.in, got, gotErr, tt.want, tt.err)
+		}
 	}
 }

@@ -3,9 +3,7 @@ package rollout
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"strconv"
 )
@@ -17,58 +15,90 @@ type member struct {
 }
 
 // parseObject splits a JSON object into its members, in order, and fails
-// unless data is exactly one object.
+// unless data is exactly one object. The values are sub-slices of data.
 func parseObject(data []byte) ([]member, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	tok, err := dec.Token()
-	if err != nil {
+	if !json.Valid(data) {
+		err := json.Unmarshal(data, new(json.RawMessage))
 		return nil, fmt.Errorf("not valid JSON: %w", err)
 	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, fmt.Errorf("not a JSON object (starts with %s)", describeToken(tok))
+	return splitObject(data)
+}
+
+// splitObject is parseObject for data known to be valid JSON: a plain
+// structural scan will do.
+func splitObject(data []byte) ([]member, error) {
+	i := skipSpace(data, 0)
+	if data[i] != '{' {
+		return nil, fmt.Errorf("not a JSON object (it is %s)", kindName(jsonKind(data[i:])))
 	}
+	i = skipSpace(data, i+1)
 	var ms []member
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
+	for data[i] != '}' {
+		end := skipValue(data, i)
+		rawKey := data[i:end]
+		var key string
+		if bytes.IndexByte(rawKey, '\\') < 0 {
+			key = string(rawKey[1 : len(rawKey)-1])
+		} else if err := json.Unmarshal(rawKey, &key); err != nil {
 			return nil, fmt.Errorf("not valid JSON: %w", err)
 		}
-		key, ok := tok.(string)
-		if !ok {
-			return nil, fmt.Errorf("not valid JSON: object key is %s", describeToken(tok))
+		i = skipSpace(data, end)
+		i = skipSpace(data, i+1) // the colon
+		end = skipValue(data, i)
+		ms = append(ms, member{key: key, val: json.RawMessage(data[i:end:end])})
+		i = skipSpace(data, end)
+		if data[i] == ',' {
+			i = skipSpace(data, i+1)
 		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, fmt.Errorf("not valid JSON: value of %q: %w", key, err)
-		}
-		ms = append(ms, member{key: key, val: v})
-	}
-	if _, err := dec.Token(); err != nil { // the closing brace
-		return nil, fmt.Errorf("not valid JSON: %w", err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		if err == nil {
-			return nil, errors.New("not valid JSON: data after the end of the object")
-		}
-		return nil, fmt.Errorf("not valid JSON: %w", err)
 	}
 	return ms, nil
 }
 
-func describeToken(tok json.Token) string {
-	switch t := tok.(type) {
-	case json.Delim:
-		return fmt.Sprintf("%q", string(t))
-	case string:
-		return "a string"
-	case float64:
-		return "a number"
-	case bool:
-		return "a boolean"
-	case nil:
-		return "null"
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+		i++
 	}
-	return fmt.Sprintf("%v", tok)
+	return i
+}
+
+// skipValue returns the end of the (valid) JSON value starting at i.
+func skipValue(data []byte, i int) int {
+	switch data[i] {
+	case '"':
+		for j := i + 1; j < len(data); j++ {
+			switch data[j] {
+			case '\\':
+				j++
+			case '"':
+				return j + 1
+			}
+		}
+		return len(data)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(data); j++ {
+			switch data[j] {
+			case '"':
+				j = skipValue(data, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(data)
+	}
+	j := i
+	for ; j < len(data); j++ {
+		switch data[j] {
+		case ',', '}', ']', ' ', '\t', '\r', '\n':
+			return j
+		}
+	}
+	return j
 }
 
 // get returns the value of the last member named key, as JSON parsers that
@@ -96,7 +126,7 @@ func lookup(ms []member, path string) (json.RawMessage, bool) {
 		if !ok || jsonKind(v) != '{' {
 			continue
 		}
-		sub, err := parseObject(v)
+		sub, err := splitObject(v)
 		if err != nil {
 			continue
 		}
