@@ -24,6 +24,7 @@ const (
 )
 
 const exitHelp = `
+
 EXIT STATUS
   0  done
   1  failed (I/O, configuration, sandbox unusable)

@@ -109,7 +109,7 @@ func AddFlags(fs *pflag.FlagSet, keys ...string) *Loader {
 			fs.Bool(s.Flag, d, s.Usage)
 		}
 	}
-	fs.String("config", "", "config file (YAML, JSON or TOML); keys as in `verl-score config`")
+	fs.String("config", "", "config file (YAML, JSON or TOML) with the keys that \"verl-score config\" lists; default ./verl-score.yaml if present")
 	return l
 }
 

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The test suite: vet, then every package's tests, with the race detector
+# on the packages that run things concurrently.
+set -euo pipefail
+cd "$(dirname "$0")"
+race='score|sandboxclient|sandbox|job|cmd'
+go vet ./...
+go test -count=1 -race $(go list ./... | grep -E "/($race)\$")
+go test -count=1 $(go list ./... | grep -v -E "/($race)\$")
