@@ -49,6 +49,10 @@ func newJSONLReader(r io.Reader, closer io.Closer, name string, opts Options) (*
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
 	if err == nil {
+		if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '[' && !json.Valid(t) {
+			// Most likely a pretty-printed JSON array, not JSON lines.
+			return nil, fmt.Errorf("%s:%d: starts a JSON array; want JSON lines (one object per line)", name, no)
+		}
 		jr.pending = append(jr.pending, pendingLine{raw: raw, no: no})
 		if ms, err := parseObject(raw); err == nil {
 			_, hasOut := get(ms, dumpResponseKey)

@@ -347,3 +347,10 @@ func TestParseObject(t *testing.T) {
 		}
 	}
 }
+
+func TestJSONArrayRefused(t *testing.T) {
+	_, err := OpenReader(strings.NewReader("[\n  {\"responses\": \"a\"}\n]\n"), "data.json", DefaultOptions())
+	if err == nil || !strings.Contains(err.Error(), "data.json:1: starts a JSON array") {
+		t.Errorf("error = %v, want one saying data.json:1 starts a JSON array", err)
+	}
+}
