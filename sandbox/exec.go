@@ -27,6 +27,16 @@ type stepSpec struct {
 	lim     limits
 	asRoot  bool   // keep our own user even where a per-run user is available
 	owned   string // directory handed to the per-run user for the step
+	// ownTree: hand over everything under owned, not just the directory
+	// (a build directory, where the compiler overwrites its outputs).
+	ownTree bool
+}
+
+func (s *stepSpec) chownOwned(uid int) error {
+	if s.ownTree {
+		return chownTree(s.owned, uid, uid)
+	}
+	return os.Lchown(s.owned, uid, uid)
 }
 
 // isolation is what the host allows, probed once by New.
@@ -183,7 +193,7 @@ func (l *Local) runStep(ctx context.Context, s stepSpec) (*sandboxclient.StepRes
 		defer stepUIDs.put(uid)
 		attr.Credential = &syscall.Credential{Uid: uid, Gid: uid}
 		if s.owned != "" {
-			if err := chownTree(s.owned, int(uid), int(uid)); err != nil {
+			if err := s.chownOwned(int(uid)); err != nil {
 				return nil, fmt.Errorf("hand directory to step user: %w", err)
 			}
 		}

@@ -355,6 +355,7 @@ func (l *Local) doCompile(ctx context.Context, spec *langSpec, req *sandboxclien
 		lim:     compileLimits(req.MemoryLimitMB, timeout),
 		asRoot:  spec.compileAsRoot || l.rootOnly[spec.programs[0]],
 		owned:   dir,
+		ownTree: true,
 	}
 	if st.asRoot && l.rootOnly[spec.programs[0]] {
 		l.warn("root-"+spec.programs[0], fmt.Sprintf("%s is not reachable by an unprivileged user; its compiles run as root", l.tools[spec.programs[0]]))
@@ -457,6 +458,7 @@ func (l *Local) execute(ctx context.Context, spec *langSpec, req *sandboxclient.
 		lim:     runLimits(spec, req.MemoryLimitMB, timeout),
 		asRoot:  l.rootOnly[spec.runProgram],
 		owned:   dir,
+		ownTree: len(files) > 0,
 	}
 	if st.asRoot {
 		l.warn("root-"+spec.runProgram, fmt.Sprintf("%s is not reachable by an unprivileged user; its runs run as root", l.tools[spec.runProgram]))

@@ -1,0 +1,109 @@
+package sandbox
+
+import (
+	"context"
+	"os/exec"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/verl-score/verl-score/sandboxclient"
+)
+
+// BenchmarkPythonThroughput runs trivial Python cases through Local and,
+// in the same benchmark, bare `/usr/bin/python3 -c pass` starts, both with
+// the Local's concurrency, and reports both rates and their ratio.
+func BenchmarkPythonThroughput(b *testing.B) {
+	l := newLocal(b, Options{})
+	py := l.tools["python3"]
+	if py == "" {
+		b.Skip("python3 not installed")
+	}
+	workers := l.opts.Concurrency
+	in := "hi"
+	req := &sandboxclient.Request{Language: "python", Code: "print(input())", Stdin: &in, RunTimeout: 10, MemoryLimitMB: 1024}
+
+	// Interleave rounds of both so that a noisy machine hurts both alike.
+	const round = 8
+	var localTime, bareTime time.Duration
+	var localN, bareN int
+	parallel := func(n int, f func() error) time.Duration {
+		start := time.Now()
+		var wg sync.WaitGroup
+		jobs := make(chan struct{}, n)
+		for range n {
+			jobs <- struct{}{}
+		}
+		close(jobs)
+		for range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range jobs {
+					if err := f(); err != nil {
+						b.Error(err)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		return time.Since(start)
+	}
+	b.ResetTimer()
+	for done := 0; done < b.N; done += round {
+		localTime += parallel(round, func() error {
+			resp, err := l.Run(context.Background(), req)
+			if err == nil && (resp.Status != sandboxclient.StatusSuccess || resp.RunResult.Stdout != "hi\n") {
+				b.Errorf("got %s", respText(resp, nil))
+			}
+			return err
+		})
+		localN += round
+		bareTime += parallel(round, func() error { return exec.Command(py, "-c", "pass").Run() })
+		bareN += round
+	}
+	b.StopTimer()
+	localRate := float64(localN) / localTime.Seconds()
+	bareRate := float64(bareN) / bareTime.Seconds()
+	b.ReportMetric(localRate, "cases/s")
+	b.ReportMetric(bareRate, "bare-starts/s")
+	b.ReportMetric(localRate/bareRate, "ratio")
+}
+
+// BenchmarkCppCompileOnce runs a C++ solution against 20 cases: it is
+// compiled once and the binary reused.
+func BenchmarkCppCompileOnce(b *testing.B) {
+	l := newLocal(b, Options{})
+	if l.tools["g++"] == "" {
+		b.Skip("g++ not installed")
+	}
+	code := "#include <iostream>\nint main(){long a,b;std::cin>>a>>b;std::cout<<a+b<<std::endl;}\n"
+	inputs := make([]string, 20)
+	for i := range inputs {
+		inputs[i] = "1 " + decimal(i)
+	}
+	b.ResetTimer()
+	start := time.Now()
+	cases := 0
+	for range b.N {
+		// A fresh source text per iteration, so each one compiles once.
+		src := code + "// " + decimal(cases) + "\n"
+		var wg sync.WaitGroup
+		for i := range inputs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				resp, err := l.Run(context.Background(), &sandboxclient.Request{Language: "cpp", Code: src, Stdin: &inputs[i], CompileTimeout: 60, RunTimeout: 10, MemoryLimitMB: 1024})
+				if err != nil || resp.RunResult == nil || resp.RunResult.Stdout != decimal(i+1)+"\n" {
+					b.Errorf("case %d: got %s", i, respText(resp, err))
+				}
+			}()
+		}
+		wg.Wait()
+		cases += len(inputs)
+	}
+	b.StopTimer()
+	st := l.Stats()
+	b.ReportMetric(float64(cases)/time.Since(start).Seconds(), "cases/s")
+	b.ReportMetric(float64(st.Compiles)/float64(b.N), "compiles/solution")
+}
