@@ -1,0 +1,150 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/verl-score/verl-score/sandbox"
+)
+
+// sandboxServer is the embedded sandbox behind the real /run_code server;
+// cancelAfter, when set, is called once that many requests were answered.
+func sandboxServer(t *testing.T, cancelAfter int64, cancel func()) *httptest.Server {
+	t.Helper()
+	local, err := sandbox.New(sandbox.Options{Warn: &bytes.Buffer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { local.Close() })
+	h := sandbox.NewServer(local, sandbox.ServerOptions{MaxQueue: 256}).Handler()
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r)
+		if n.Add(1) == cancelAfter && cancel != nil {
+			cancel()
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func run(ctx context.Context, args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	code = Run(ctx, args, Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errb})
+	return code, out.String(), errb.String()
+}
+
+// exampleRows copies the first n rows of the bundled example to dir.
+func exampleRows(t *testing.T, dir string, n int) string {
+	t.Helper()
+	b, err := os.ReadFile("../testdata/example.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	path := filepath.Join(dir, "rows.jsonl")
+	if err := os.WriteFile(path, []byte(strings.Join(lines[:n], "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestRunExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name     string
+		args     []string
+		code     int
+		inStderr string
+	}{
+		{"no input", []string{"run"}, ExitUsage, "run takes one INPUT"},
+		{"unknown flag", []string{"run", "x.jsonl", "--bogus"}, ExitUsage, "unknown flag"},
+		{"bad mode", []string{"run", "x.jsonl", "--mode", "sometimes"}, ExitUsage, "mode must be one of"},
+		{"missing file", []string{"run", filepath.Join(dir, "nope.jsonl"), "--sandbox-url", "http://127.0.0.1:1/run_code"}, ExitFailed, "nope.jsonl"},
+		{"bad url", []string{"run", "x.jsonl", "--sandbox-url", "ftp://x"}, ExitFailed, "sandbox url"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := run(context.Background(), tt.args...)
+			if code != tt.code {
+				t.Errorf("got exit %d, want %d (stderr %q)", code, tt.code, stderr)
+			}
+			if !strings.Contains(stderr, tt.inStderr) {
+				t.Errorf("stderr %q lacks %q", stderr, tt.inStderr)
+			}
+		})
+	}
+}
+
+func TestRunThroughServeAndInterruptResume(t *testing.T) {
+	dir := t.TempDir()
+	in := exampleRows(t, dir, 6)
+
+	// A complete run through a SandboxFusion-compatible server.
+	srv := sandboxServer(t, 0, nil)
+	full := filepath.Join(dir, "full.jsonl")
+	code, stdout, stderr := run(context.Background(), "run", in, "-o", full, "-q", "--sandbox-url", srv.URL+"/run_code", "--json")
+	if code != ExitOK {
+		t.Fatalf("got exit %d: %s", code, stderr)
+	}
+	var sum struct {
+		Overall struct {
+			Prompts, Responses int
+		} `json:"overall"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
+		t.Fatalf("--json summary: %v\n%s", err, stdout)
+	}
+	if sum.Overall.Prompts != 6 {
+		t.Errorf("got %d prompts in the summary, want 6", sum.Overall.Prompts)
+	}
+	want, _ := os.ReadFile(full)
+
+	// Interrupted after a few requests: exit 4 and the resume command.
+	ctx, cancel := context.WithCancel(context.Background())
+	srv2 := sandboxServer(t, 5, cancel)
+	out := filepath.Join(dir, "out.jsonl")
+	code, _, stderr = run(ctx, "run", in, "-o", out, "-q", "--sandbox-url", srv2.URL+"/run_code", "--max-concurrent", "2")
+	if code != ExitInterrupted {
+		t.Fatalf("got exit %d, want %d: %s", code, ExitInterrupted, stderr)
+	}
+	if !strings.Contains(stderr, "--resume") || !strings.Contains(stderr, "-o") {
+		t.Errorf("stderr does not show the resume command: %s", stderr)
+	}
+	code, _, stderr = run(context.Background(), "run", in, "-o", out, "-q", "--sandbox-url", srv2.URL+"/run_code", "--max-concurrent", "2", "--resume")
+	if code != ExitOK {
+		t.Fatalf("resume: got exit %d: %s", code, stderr)
+	}
+	got, _ := os.ReadFile(out)
+	if !bytes.Equal(got, want) {
+		gl, wl := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
+		for i := range min(len(gl), len(wl)) {
+			if gl[i] != wl[i] {
+				t.Errorf("resumed output differs from the complete run's at row %d:\n got ...%s\nwant ...%s", i+1, tail(gl[i]), tail(wl[i]))
+			}
+		}
+	}
+}
+
+func TestConfigCommandShowsSources(t *testing.T) {
+	t.Setenv("VERL_SCORE_MAX_CONCURRENT", "12")
+	code, stdout, stderr := run(context.Background(), "config", "--timeout", "3")
+	if code != ExitOK {
+		t.Fatalf("got exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"12", "env VERL_SCORE_MAX_CONCURRENT", "flag --timeout", "language", "default"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("config output lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+func tail(s string) string { return s[max(0, len(s)-300):] }
