@@ -101,19 +101,18 @@ func Judge(caseIndex int, input, expectedText string, expected *string, resp *Re
 	}
 	r.Attempts = resp.Attempts
 	status := resp.Status
-	r.APIStatus = &status
+	// One allocation holds every value the metadata points to.
+	v := &judgeValues{apiStatus: status}
+	r.APIStatus = &v.apiStatus
 	cr, rr := resp.CompileResult, resp.RunResult
 	if cr != nil {
-		r.CompileStatus = strPtr(cr.Status)
-		r.CompileDuration = floatPtr(cr.ExecutionTime)
-		r.CompileStderr = strPtr(cr.Stderr)
+		v.compileStatus, v.compileDuration, v.compileStderr = cr.Status, cr.ExecutionTime, cr.Stderr
+		r.CompileStatus, r.CompileDuration, r.CompileStderr = &v.compileStatus, &v.compileDuration, &v.compileStderr
 	}
 	if rr != nil {
-		r.RunStatus = strPtr(rr.Status)
-		r.Stdout = strPtr(rr.Stdout)
-		r.Stderr = strPtr(rr.Stderr)
+		v.runStatus, v.stdout, v.stderr, v.duration = rr.Status, rr.Stdout, rr.Stderr, rr.ExecutionTime
+		r.RunStatus, r.Stdout, r.Stderr, r.Duration = &v.runStatus, &v.stdout, &v.stderr, &v.duration
 		r.ExitCode = rr.ReturnCode
-		r.Duration = floatPtr(rr.ExecutionTime)
 	}
 
 	switch status {
@@ -166,8 +165,11 @@ func Judge(caseIndex int, input, expectedText string, expected *string, resp *Re
 // code counts as non-zero, as Python's `None != 0` does.
 func isZero(rc *int) bool { return rc != nil && *rc == 0 }
 
-func strPtr(s string) *string     { return &s }
-func floatPtr(f float64) *float64 { return &f }
+// judgeValues backs the pointer fields of one CaseResult.
+type judgeValues struct {
+	apiStatus, compileStatus, compileStderr, runStatus, stdout, stderr string
+	compileDuration, duration                                          float64
+}
 
 // APIError is a request that got no usable response: a transport error, a
 // non-2xx status after the retries allowed, or a body that is not JSON.
