@@ -208,6 +208,7 @@ type pipeline struct {
 	err      error
 	aborted  bool
 	rowsDone int
+	badRows  int // rows that could not be scored (feed goroutine only)
 }
 
 type batchState struct {
@@ -249,6 +250,7 @@ func (p *pipeline) feed(ctx context.Context, rd rollout.Reader, in chan<- score.
 				continue
 			}
 			if row.Err != nil || len(row.Responses) == 0 {
+				p.warnRow(row)
 				p.finishRow(bs, i, p.errorRecord(row), false)
 				continue
 			}
@@ -293,6 +295,24 @@ func (p *pipeline) dataSource(row *rollout.Row) string {
 		return row.DataSource
 	}
 	return p.opts.DataSource
+}
+
+// maxRowWarnings bounds the bad-row messages printed; the rest are counted.
+const maxRowWarnings = 20
+
+func (p *pipeline) warnRow(row *rollout.Row) {
+	if p.opts.Warn == nil {
+		return
+	}
+	p.badRows++
+	switch {
+	case p.badRows <= maxRowWarnings && row.Err != nil:
+		p.opts.Warn(row.Err.Error() + " (row recorded with reward 0 and this error)")
+	case p.badRows <= maxRowWarnings:
+		p.opts.Warn(fmt.Sprintf("%s:%d: no responses (row recorded with reward 0)", row.File, row.Line))
+	case p.badRows == maxRowWarnings+1:
+		p.opts.Warn("more bad rows follow; their errors are in reward_error")
+	}
 }
 
 // errorRecord is the output of a row that could not be scored at all.

@@ -3,7 +3,6 @@ package job
 import (
 	"fmt"
 	"io"
-	"math"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -229,10 +228,11 @@ func (s *Summary) WriteTable(w io.Writer) {
 	if s.Overall.Masked > 0 {
 		fmt.Fprintf(w, "; %d responses with infrastructure errors left out of the means", s.Overall.Masked)
 	}
+	if n := s.Overall.ResponseErrors; n > 0 {
+		fmt.Fprintf(w, "; %d responses could not be run (see reward_error)", n)
+	}
 	if s.Resumed > 0 {
 		fmt.Fprintf(w, "; %d rows taken from the journal", s.Resumed)
 	}
 	fmt.Fprintln(w)
 }
-
-var _ = math.NaN
