@@ -1,0 +1,242 @@
+package check
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/verl-score/verl-score/rollout"
+	"github.com/verl-score/verl-score/score"
+)
+
+func checkOpts(input string) Options {
+	eo := score.DefaultOptions()
+	eo.MaxConcurrent = 8
+	return Options{Input: input, Reader: rollout.DefaultOptions(), Engine: eo, Tolerance: DefaultTolerance, Reruns: 2, KeepItems: true}
+}
+
+func outcomes(r *Report) map[string]Outcome {
+	m := map[string]Outcome{}
+	for _, it := range r.Items {
+		m[it.Name()] = it.Outcome
+	}
+	return m
+}
+
+func TestCheckOutcomes(t *testing.T) {
+	tests := []struct {
+		name        string
+		lines       func(t *testing.T) []string
+		reruns      int
+		maxMismatch float64
+		want        map[string]Outcome
+		wantCounts  Counts
+		regression  bool
+	}{
+		{
+			name: "all equal",
+			lines: func(t *testing.T) []string {
+				return []string{dumpLine(t, "x", "ECHO", 3, 1.0), dumpLine(t, "x", "CRASH", 2, 0.0), dumpLine(t, "y", "SLOW", 1, 0.0)}
+			},
+			reruns:     2,
+			want:       map[string]Outcome{"row 0 response 0": Equal, "row 1 response 0": Equal, "row 2 response 0": Equal},
+			wantCounts: Counts{Responses: 3, Compared: 3, Equal: 3},
+		},
+		{
+			name: "altered scores regress and improve",
+			lines: func(t *testing.T) []string {
+				return []string{dumpLine(t, "x", "ECHO", 4, 0.75), dumpLine(t, "x", "CRASH", 2, 0.5), dumpLine(t, "y", "ECHO", 1, 1.0)}
+			},
+			reruns:     2,
+			want:       map[string]Outcome{"row 0 response 0": Improved, "row 1 response 0": Regressed, "row 2 response 0": Equal},
+			wantCounts: Counts{Responses: 3, Compared: 3, Equal: 1, Regressed: 1, Improved: 1, Mismatches: 2},
+			regression: true,
+		},
+		{
+			name: "timeout every other run is flaky",
+			lines: func(t *testing.T) []string {
+				return []string{dumpLine(t, "x", "FLAKY", 1, 1.0), dumpLine(t, "x", "ECHO", 2, 1.0)}
+			},
+			reruns:     2,
+			want:       map[string]Outcome{"row 0 response 0": Flaky, "row 1 response 0": Equal},
+			wantCounts: Counts{Responses: 2, Compared: 2, Equal: 1, Flaky: 1},
+		},
+		{
+			name: "flaky without reruns is a regression",
+			lines: func(t *testing.T) []string {
+				return []string{dumpLine(t, "x", "FLAKY", 1, 1.0), dumpLine(t, "x", "ECHO", 2, 1.0)}
+			},
+			reruns:     0,
+			want:       map[string]Outcome{"row 0 response 0": Regressed, "row 1 response 0": Equal},
+			wantCounts: Counts{Responses: 2, Compared: 2, Equal: 1, Regressed: 1, Mismatches: 1},
+			regression: true,
+		},
+		{
+			name: "a timeout that repeats is a regression",
+			lines: func(t *testing.T) []string {
+				return []string{dumpLine(t, "x", "SLOW", 2, 1.0), dumpLine(t, "x", "ECHO", 2, 1.0)}
+			},
+			reruns:     3,
+			want:       map[string]Outcome{"row 0 response 0": Regressed, "row 1 response 0": Equal},
+			wantCounts: Counts{Responses: 2, Compared: 2, Equal: 1, Regressed: 1, Mismatches: 1},
+			regression: true,
+		},
+		{
+			name: "one mismatch in four is within a 25% allowance",
+			lines: func(t *testing.T) []string {
+				return []string{dumpLine(t, "x", "ECHO", 1, 1.0), dumpLine(t, "x", "ECHO", 1, 1.0),
+					dumpLine(t, "x", "ECHO", 1, 1.0), dumpLine(t, "x", "ECHO", 1, 0.0)}
+			},
+			maxMismatch: 0.25,
+			want:        map[string]Outcome{"row 3 response 0": Improved},
+			wantCounts:  Counts{Responses: 4, Compared: 4, Equal: 3, Improved: 1, Mismatches: 1},
+		},
+		{
+			name: "null reference is not compared",
+			lines: func(t *testing.T) []string {
+				return []string{dumpLine(t, "x", "ECHO", 1, nil), dumpLine(t, "x", "ECHO", 1, 1.0)}
+			},
+			want:       map[string]Outcome{"row 0 response 0": NoReference, "row 1 response 0": Equal},
+			wantCounts: Counts{Responses: 2, Compared: 1, Equal: 1, NoReference: 1},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := checkOpts(writeFile(t, "1.jsonl", tt.lines(t)...))
+			opts.Reruns = tt.reruns
+			opts.MaxMismatch = tt.maxMismatch
+			rep, err := Check(context.Background(), newFakeSandbox(), opts)
+			if err != nil {
+				t.Fatalf("Check: %v", err)
+			}
+			got := outcomes(rep)
+			for name, want := range tt.want {
+				if got[name] != want {
+					t.Errorf("%s: got %s, want %s", name, got[name], want)
+				}
+			}
+			if rep.Counts != tt.wantCounts {
+				t.Errorf("counts: got %+v, want %+v", rep.Counts, tt.wantCounts)
+			}
+			if rep.Regression != tt.regression {
+				t.Errorf("regression: got %v, want %v (%s)", rep.Regression, tt.regression, rep.Summary())
+			}
+		})
+	}
+}
+
+func TestCheckFlakyRuns(t *testing.T) {
+	opts := checkOpts(writeFile(t, "1.jsonl", dumpLine(t, "x", "FLAKY", 1, 1.0), dumpLine(t, "x", "SLOW", 1, 1.0)))
+	opts.Reruns = 2
+	rep, err := Check(context.Background(), newFakeSandbox(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Flaky) != 1 {
+		t.Fatalf("got %d flaky, want 1", len(rep.Flaky))
+	}
+	// First run timed out (0), the rerun passed (1): no further run needed.
+	if f := rep.Flaky[0]; *f.New != 0 || fmt.Sprint(f.Runs) != "[1]" {
+		t.Errorf("flaky runs: got new %v runs %v, want new 0 runs [1]", *f.New, f.Runs)
+	}
+	// The persistent timeout was run three times in all.
+	if len(rep.Mismatches) != 1 || fmt.Sprint(rep.Mismatches[0].Runs) != "[0 0]" {
+		t.Fatalf("mismatches: got %+v, want one with runs [0 0]", rep.Mismatches)
+	}
+	if got := rep.Mismatches[0].NewVerdicts.String(); got != "-3" {
+		t.Errorf("verdicts: got %q, want %q", got, "-3")
+	}
+}
+
+func TestCheckErrors(t *testing.T) {
+	tests := []struct {
+		name  string
+		lines func(t *testing.T) []string
+		want  error
+	}{
+		{"sandbox down", func(t *testing.T) []string {
+			return []string{dumpLine(t, "x", "DOWN", 2, 1.0), dumpLine(t, "x", "DOWN", 1, 1.0)}
+		}, ErrSandboxUnusable},
+		{"no reference", func(t *testing.T) []string {
+			return []string{dumpLine(t, "x", "ECHO", 2, nil)}
+		}, ErrNoReference},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Check(context.Background(), newFakeSandbox(), checkOpts(writeFile(t, "1.jsonl", tt.lines(t)...)))
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("got %v, want %v", err, tt.want)
+			}
+		})
+	}
+	bad := []struct {
+		name string
+		mod  func(*Options)
+	}{
+		{"negative tolerance", func(o *Options) { o.Tolerance = -1 }},
+		{"fraction above 1", func(o *Options) { o.MaxMismatch = 1.5 }},
+		{"negative reruns", func(o *Options) { o.Reruns = -1 }},
+	}
+	for _, tt := range bad {
+		t.Run(tt.name, func(t *testing.T) {
+			o := checkOpts(writeFile(t, "1.jsonl", dumpLine(t, "x", "ECHO", 1, 1.0)))
+			tt.mod(&o)
+			if _, err := Check(context.Background(), newFakeSandbox(), o); err == nil {
+				t.Fatal("got no error, want one")
+			}
+		})
+	}
+}
+
+func TestCheckInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := Check(ctx, newFakeSandbox(), checkOpts(writeFile(t, "1.jsonl", dumpLine(t, "x", "ECHO", 1, 1.0))))
+	if !errors.Is(err, ErrInterrupted) && !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want an interruption", err)
+	}
+}
+
+func TestCheckBaseline(t *testing.T) {
+	// The input: two rows of echo solutions over two cases each (all pass).
+	row := func(n int) string {
+		var resp []string
+		for range n {
+			resp = append(resp, `"`+strings.ReplaceAll(code("ECHO"), "\n", `\n`)+`"`)
+		}
+		return fmt.Sprintf(`{"data_source": "x", "reward_model": {"ground_truth": %q}, "responses": [%s]}`, gt(2), strings.Join(resp, ","))
+	}
+	input := writeFile(t, "in.jsonl", row(2), row(1), row(1))
+	// The baseline: row 0 as now; row 1 had a wrong answer on case 1; row
+	// 2 is missing from it.
+	base := writeFile(t, "base.jsonl",
+		`{"reward": [1.0, 1.0], "case_results": [[true, true], [true, true]], "case_status": [["success","success"],["success","success"]], "reward_error": [null, null]}`,
+		`{"reward": [0.5], "case_results": [[true, false]], "case_status": [["success","wrong_answer"]], "reward_error": [null]}`,
+	)
+	opts := checkOpts(input)
+	opts.Baseline = base
+	rep, err := Check(context.Background(), newFakeSandbox(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Outcome{"row 0 response 0": Equal, "row 0 response 1": Equal, "row 1 response 0": Improved, "row 2 response 0": Missing}
+	if got := outcomes(rep); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("outcomes: got %v, want %v", got, want)
+	}
+	wantTrans := "[{True True 5} {False True 1} {none True 2}]"
+	if got := fmt.Sprint(rep.Transitions); got != wantTrans {
+		t.Errorf("transitions: got %s, want %s", got, wantTrans)
+	}
+	if !rep.Regression {
+		t.Errorf("got no regression, want one")
+	}
+	imp := rep.Mismatches[0]
+	if imp.Outcome != Improved || len(imp.Changes) != 1 || imp.Changes[0] != (CaseChange{Case: 1, From: "False", To: "True"}) {
+		t.Errorf("worst mismatch: got %+v, want row 1 improved with case 1 False→True", imp)
+	}
+	if len(rep.Notes) == 0 || !strings.Contains(strings.Join(rep.Notes, "\n"), "baseline ends before row 2") {
+		t.Errorf("notes: got %q, want one saying the baseline ends before row 2", rep.Notes)
+	}
+}
