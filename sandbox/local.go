@@ -314,9 +314,13 @@ func (l *Local) compile(ctx context.Context, spec *langSpec, req *sandboxclient.
 		if err != nil {
 			return nil, err
 		}
-		l.mu.Lock()
-		l.builds[key] = b
-		l.mu.Unlock()
+		// A timed-out compile may succeed with more time: only finished
+		// compiles, good or bad, are remembered.
+		if b.result.Status == sandboxclient.StepFinished {
+			l.mu.Lock()
+			l.builds[key] = b
+			l.mu.Unlock()
+		}
 		return b, nil
 	})
 	if err != nil {

@@ -272,3 +272,70 @@ func TestConcurrentStdin(t *testing.T) {
 }
 
 func decimal(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+func TestIsolationNone(t *testing.T) {
+	var warn bytes.Buffer
+	l := newLocal(t, Options{Isolation: IsolationNone, Warn: &warn})
+	if !strings.Contains(warn.String(), "isolation off") {
+		t.Errorf("got warnings %q, want a note that isolation is off", warn.String())
+	}
+	in := "hi"
+	resp, err := l.Run(context.Background(), &sandboxclient.Request{Language: "python", Code: "print(input())", Stdin: &in, RunTimeout: 10, MemoryLimitMB: 1024})
+	if err != nil || resp.Status != sandboxclient.StatusSuccess || resp.RunResult.Stdout != "hi\n" {
+		t.Fatalf("got %s, want Success with hi", respText(resp, err))
+	}
+	// Limits hold without isolation too.
+	resp, err = l.Run(context.Background(), &sandboxclient.Request{Language: "python", Code: "x = bytearray(4 * 1024 ** 3)", RunTimeout: 10, MemoryLimitMB: 256})
+	if err != nil || resp.RunResult == nil || !strings.Contains(resp.RunResult.Stderr, "MemoryError") {
+		t.Fatalf("got %s, want a MemoryError", respText(resp, err))
+	}
+}
+
+func TestCompileTimeoutNotCached(t *testing.T) {
+	l := newLocal(t, Options{})
+	needTools(t, l, "cpp")
+	// A template instantiation deep enough to take a while to compile.
+	code := "#include <cstdio>\ntemplate<int N> struct F { static const long v = F<N-1>::v + F<N-2>::v; };\n" +
+		"template<> struct F<1> { static const long v = 1; };\ntemplate<> struct F<0> { static const long v = 0; };\n" +
+		"int main(){ std::printf(\"%ld\\n\", F<80>::v); }\n"
+	req := &sandboxclient.Request{Language: "cpp", Code: code, CompileTimeout: 0.001, RunTimeout: 10, MemoryLimitMB: 1024}
+	resp, err := l.Run(context.Background(), req)
+	if err != nil || resp.CompileResult == nil || resp.CompileResult.Status != sandboxclient.StepTimeLimitExceeded {
+		t.Fatalf("got %s, want a compile timeout", respText(resp, err))
+	}
+	req.CompileTimeout = 60
+	resp, err = l.Run(context.Background(), req)
+	if err != nil || resp.Status != sandboxclient.StatusSuccess {
+		t.Fatalf("got %s, want Success once the compile has time", respText(resp, err))
+	}
+	if st := l.Stats(); st.Compiles != 2 || st.CompileCacheHits != 0 {
+		t.Fatalf("got stats %+v, want 2 compiles and no hits", st)
+	}
+}
+
+func TestDoctor(t *testing.T) {
+	tcs := Toolchains()
+	found := map[string]Toolchain{}
+	for _, tc := range tcs {
+		found[tc.Program] = tc
+	}
+	if py := found["python3"]; !py.Found || py.Path == "" || !strings.Contains(py.Version, "Python 3") {
+		t.Errorf("got python3 toolchain %+v, want it found with a version", py)
+	}
+	if _, ok := found["rustc"]; !ok {
+		t.Errorf("got toolchains %+v, want rustc listed (found or not)", tcs)
+	}
+	ps := Protections()
+	names := map[string]bool{}
+	for _, p := range ps {
+		names[p.Name] = p.Available
+	}
+	for _, want := range []string{"process group", "resource limits", "network namespace", "per-run user"} {
+		if _, ok := names[want]; !ok {
+			t.Errorf("got protections %+v, want %q listed", ps, want)
+		}
+	}
+	if os.Geteuid() == 0 && !names["per-run user"] {
+		t.Errorf("running as root, got per-run user unavailable")
+	}
+}
