@@ -27,7 +27,11 @@ func delta(it *Item) string {
 	if it.Reference == nil || it.New == nil {
 		return "-"
 	}
-	return strconv.FormatFloat(it.Delta, 'g', 4, 64)
+	d := strconv.FormatFloat(it.Delta, 'g', 4, 64)
+	if it.Delta > 0 {
+		d = "+" + d
+	}
+	return d
 }
 
 // cases describes an item's verdicts: the cases that changed when the
