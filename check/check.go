@@ -99,7 +99,7 @@ func Check(ctx context.Context, client sandboxclient.Client, opts Options) (*Rep
 	}
 	defer rd.Close()
 	var base rollout.ScoredReader
-	refDesc := "the score field of " + opts.Input
+	refDesc := "the score field"
 	if opts.Baseline != "" {
 		if base, err = rollout.OpenScored(opts.Baseline, opts.Reader); err != nil {
 			return nil, fmt.Errorf("baseline: %w", err)

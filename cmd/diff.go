@@ -1,0 +1,69 @@
+package cmd
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/verl-score/verl-score/check"
+	"github.com/verl-score/verl-score/config"
+	"github.com/verl-score/verl-score/rollout"
+)
+
+type diffOptions struct {
+	a, b    string
+	report  reportOptions
+	loader  *config.Loader
+	streams Streams
+}
+
+func newDiffCmd(s Streams) *cobra.Command {
+	opts := &diffOptions{streams: s}
+	c := &cobra.Command{
+		Use:   "diff A B",
+		Short: "Compare two outputs of run, response by response and case by case",
+		Long: `Compare two outputs of 'verl-score run' (parquet or JSONL, in any mix):
+A is the reference, B the new one. Rows are matched by position and
+responses by index; a row or response present on one side only is
+reported as missing (a mismatch), with a note giving both counts.
+
+The report gives the counts (equal, regressed, improved, missing), per
+data source with the mean rewards of A and B, the worst mismatches with the
+cases whose verdicts changed, and the verdict transition matrix over all
+cases (e.g. True → -3: 12). A diff runs nothing, so nothing is flaky: a
+score that moved is a mismatch whatever verdicts moved it.` + checkExitHelp,
+		Example: `  verl-score diff main.scored.parquet branch.scored.parquet
+  verl-score diff old.scored.jsonl new.scored.parquet --markdown diff.md --junit diff.xml`,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) != 2 {
+				return usageErrorf("diff takes two outputs A and B, got %d arguments", len(args))
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.a, opts.b = args[0], args[1]
+			return runDiff(opts)
+		},
+	}
+	opts.report.addFlags(c.Flags())
+	opts.loader = config.AddFlags(c.Flags(), "data_source_key")
+	return c
+}
+
+func runDiff(opts *diffOptions) error {
+	if err := opts.report.validate(); err != nil {
+		return err
+	}
+	cfg, err := opts.loader.Load()
+	if err != nil {
+		return &UsageError{Err: err}
+	}
+	ro := rollout.DefaultOptions()
+	ro.DataSourceKey = cfg.DataSourceKey
+	rep, err := check.Diff(opts.a, opts.b, check.DiffOptions{
+		Reader: ro, Tolerance: opts.report.tolerance, MaxMismatch: opts.report.maxMismatch,
+		KeepItems: opts.report.junit != "",
+	})
+	if err != nil {
+		return err
+	}
+	return opts.report.emit(opts.streams, rep)
+}
