@@ -37,8 +37,6 @@ type Options struct {
 	// Abort, when closed, cancels the requests in flight; cancelling the
 	// context only stops sending new ones.
 	Abort <-chan struct{}
-	// Warn receives warnings that do not stop the check.
-	Warn func(string)
 	// OnEngine is called with the engine once it exists (progress display).
 	OnEngine func(*score.Engine)
 }
@@ -146,7 +144,11 @@ func Check(ctx context.Context, client sandboxclient.Client, opts Options) (*Rep
 		if p.noBase {
 			it.Outcome = Missing
 		}
-		if (it.Outcome == Regressed || it.Outcome == Improved) && flakyVerdicts(it.NewVerdicts) && opts.Reruns > 0 {
+		mismatch := it.Outcome == Regressed || it.Outcome == Improved
+		switch {
+		case mismatch && noisyReference(it):
+			it.Outcome, it.FlakyReason = Flaky, reasonReference
+		case mismatch && flakyVerdicts(it.NewVerdicts) && opts.Reruns > 0:
 			rerun = append(rerun, p)
 			return nil
 		}
@@ -179,7 +181,7 @@ func Check(ctx context.Context, client sandboxclient.Client, opts Options) (*Rep
 			r := results[i]
 			p.item.Runs = append(p.item.Runs, r.Score)
 			if !sameVerdicts(r.Verdicts(), p.item.NewVerdicts) {
-				p.item.Outcome = Flaky
+				p.item.Outcome, p.item.FlakyReason = Flaky, reasonReruns
 				b.add(p.item, withTransitions)
 				continue
 			}
@@ -385,6 +387,33 @@ func (c *checker) missingFromInput(br *rollout.ScoredRow, j int) {
 		it.Reference = fptr(br.Rewards[j])
 	}
 	c.b.add(it, false)
+}
+
+// Why a response is flaky.
+const (
+	reasonReruns    = "verdicts changed between runs"
+	reasonReference = "the reference's changed cases were timeouts or API/sandbox errors"
+)
+
+// noisyReference reports whether every case whose verdict differs from
+// the baseline's was a timeout or an API/sandbox error in the baseline:
+// the baseline's run, not the new one, is then the odd one out. Only
+// known with a baseline (reference verdicts).
+func noisyReference(it *Item) bool {
+	if it.RefVerdicts == nil || len(it.RefVerdicts) != len(it.NewVerdicts) {
+		return false
+	}
+	changed := 0
+	for i, r := range it.RefVerdicts {
+		if r == it.NewVerdicts[i] {
+			continue
+		}
+		changed++
+		if r != int8(sandboxclient.VerdictAPIError) && r != int8(sandboxclient.VerdictTimeout) {
+			return false
+		}
+	}
+	return changed > 0
 }
 
 // flakyVerdicts reports whether verdicts include an outcome that may not

@@ -209,10 +209,10 @@ func TestCheckBaseline(t *testing.T) {
 		return fmt.Sprintf(`{"data_source": "x", "reward_model": {"ground_truth": %q}, "responses": [%s]}`, gt(2), strings.Join(resp, ","))
 	}
 	input := writeFile(t, "in.jsonl", row(2), row(1), row(1))
-	// The baseline: row 0 as now; row 1 had a wrong answer on case 1; row
-	// 2 is missing from it.
+	// The baseline: row 0 as now but for a timeout on case 1 of response 1;
+	// row 1 had a wrong answer on case 1; row 2 is missing from it.
 	base := writeFile(t, "base.jsonl",
-		`{"reward": [1.0, 1.0], "case_results": [[true, true], [true, true]], "case_status": [["success","success"],["success","success"]], "reward_error": [null, null]}`,
+		`{"reward": [1.0, 0.5], "case_results": [[true, true], [true, -3]], "case_status": [["success","success"],["success","timeout"]], "reward_error": [null, null]}`,
 		`{"reward": [0.5], "case_results": [[true, false]], "case_status": [["success","wrong_answer"]], "reward_error": [null]}`,
 	)
 	opts := checkOpts(input)
@@ -221,16 +221,19 @@ func TestCheckBaseline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]Outcome{"row 0 response 0": Equal, "row 0 response 1": Equal, "row 1 response 0": Improved, "row 2 response 0": Missing}
+	want := map[string]Outcome{"row 0 response 0": Equal, "row 0 response 1": Flaky, "row 1 response 0": Improved, "row 2 response 0": Missing}
 	if got := outcomes(rep); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("outcomes: got %v, want %v", got, want)
 	}
-	wantTrans := "[{True True 5} {False True 1} {none True 2}]"
+	wantTrans := "[{True True 4} {False True 1} {-3 True 1} {none True 2}]"
 	if got := fmt.Sprint(rep.Transitions); got != wantTrans {
 		t.Errorf("transitions: got %s, want %s", got, wantTrans)
 	}
 	if !rep.Regression {
 		t.Errorf("got no regression, want one")
+	}
+	if len(rep.Flaky) != 1 || rep.Flaky[0].FlakyReason != reasonReference {
+		t.Errorf("flaky: got %+v, want row 0 response 1 flaky because of the baseline's timeout", rep.Flaky)
 	}
 	imp := rep.Mismatches[0]
 	if imp.Outcome != Improved || len(imp.Changes) != 1 || imp.Changes[0] != (CaseChange{Case: 1, From: "False", To: "True"}) {
@@ -238,5 +241,38 @@ func TestCheckBaseline(t *testing.T) {
 	}
 	if len(rep.Notes) == 0 || !strings.Contains(strings.Join(rep.Notes, "\n"), "baseline ends before row 2") {
 		t.Errorf("notes: got %q, want one saying the baseline ends before row 2", rep.Notes)
+	}
+}
+
+func TestCheckReportsText(t *testing.T) {
+	opts := checkOpts(writeFile(t, "1.jsonl", dumpLine(t, "x", "FLAKY", 1, 1.0), dumpLine(t, "y", "CRASH", 2, 1.0), dumpLine(t, "y", "ECHO", 2, 1.0)))
+	rep, err := Check(context.Background(), newFakeSandbox(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var txt, md strings.Builder
+	if err := rep.WriteText(&txt, 20); err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.WriteMarkdown(&md, 20); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, got string
+		want      []string
+	}{
+		{"text", txt.String(), []string{"WORST MISMATCHES (1 of 1)", "1.jsonl:2", "-2 -2", "FLAKY (1 of 1", "0, 1", reasonReruns, "Regression: 1 of 3 responses"}},
+		{"markdown", md.String(), []string{"### ❌", "| 1 | 0 | ", "| -2 -2 |", "#### Flaky (1 of 1", "| 0, 1 |", "| y | 2 | 1 | 1 | 0 | 0 | 0 | 1.0000 | 0.5000 |"}},
+	} {
+		for _, w := range tc.want {
+			if !strings.Contains(tc.got, w) {
+				t.Errorf("%s report lacks %q:\n%s", tc.name, w, tc.got)
+			}
+		}
+	}
+	// A single-case flaky response and a two-case regression: y has one
+	// equal and one regressed response.
+	if rep.Counts.Compared != 3 || rep.Counts.Flaky != 1 || rep.Counts.Regressed != 1 {
+		t.Errorf("counts: got %+v", rep.Counts)
 	}
 }

@@ -110,10 +110,10 @@ func (r *Report) WriteText(w io.Writer, top int) error {
 	}
 	if len(r.Flaky) > 0 {
 		fmt.Fprintf(tw, "\nFLAKY (%d of %d; not counted as mismatches)\n", min(top, len(r.Flaky)), len(r.Flaky))
-		fmt.Fprintln(tw, "ROW\tRESPONSE\tWHERE\tDATA SOURCE\tREFERENCE\tRUNS\tCASES (FIRST RUN)")
+		fmt.Fprintln(tw, "ROW\tRESPONSE\tWHERE\tDATA SOURCE\tREFERENCE\tRUNS\tCASES (FIRST RUN)\tWHY")
 		for _, it := range r.Flaky[:min(top, len(r.Flaky))] {
-			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\n", it.Row, it.Response, it.Where(), dsName(it.DataSource),
-				num(it.Reference), runs(it), cases(it))
+			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", it.Row, it.Response, it.Where(), dsName(it.DataSource),
+				num(it.Reference), runs(it), cases(it), it.FlakyReason)
 		}
 	}
 	if ch := r.Changed(); len(ch) > 0 {
@@ -185,10 +185,10 @@ func (r *Report) WriteMarkdown(w io.Writer, top int) error {
 	}
 	if len(r.Flaky) > 0 {
 		fmt.Fprintf(&b, "\n#### Flaky (%d of %d, not counted)\n\n", min(top, len(r.Flaky)), len(r.Flaky))
-		b.WriteString("| row | response | where | data source | reference | runs | cases (first run) |\n|---:|---:|---|---|---:|---|---|\n")
+		b.WriteString("| row | response | where | data source | reference | runs | cases (first run) | why |\n|---:|---:|---|---|---:|---|---|---|\n")
 		for _, it := range r.Flaky[:min(top, len(r.Flaky))] {
-			fmt.Fprintf(&b, "| %d | %d | %s | %s | %s | %s | %s |\n", it.Row, it.Response, mdEscape(it.Where()),
-				mdEscape(dsName(it.DataSource)), num(it.Reference), runs(it), mdEscape(cases(it)))
+			fmt.Fprintf(&b, "| %d | %d | %s | %s | %s | %s | %s | %s |\n", it.Row, it.Response, mdEscape(it.Where()),
+				mdEscape(dsName(it.DataSource)), num(it.Reference), runs(it), mdEscape(cases(it)), mdEscape(it.FlakyReason))
 		}
 	}
 	if labels, counts := r.Matrix(); len(labels) > 0 {

@@ -92,7 +92,7 @@ func (r *Report) WriteJUnit(w io.Writer) error {
 			tc.Skipped = &junitMessage{Message: "no reference score"}
 			s.Skipped++
 		case it.Outcome == Flaky:
-			tc.SystemOut = "flaky: " + detail
+			tc.SystemOut = "flaky (" + it.FlakyReason + "): " + detail
 		}
 		s.Tests++
 		s.Cases = append(s.Cases, tc)

@@ -26,7 +26,7 @@ const (
 	Equal       Outcome = "equal"        // within the tolerance
 	Regressed   Outcome = "regressed"    // new < reference beyond the tolerance, reproducibly
 	Improved    Outcome = "improved"     // new > reference beyond the tolerance, reproducibly
-	Flaky       Outcome = "flaky"        // a mismatch whose verdicts changed between reruns
+	Flaky       Outcome = "flaky"        // a mismatch whose verdicts changed between runs (see Check)
 	Missing     Outcome = "missing"      // the response exists on one side only
 	NoReference Outcome = "no_reference" // the reference is null or absent: not compared
 )
@@ -96,6 +96,7 @@ type Item struct {
 	Changes     []CaseChange `json:"case_changes,omitempty"`
 	Err         string       `json:"error,omitempty"` // the new result's reward error
 	Outcome     Outcome      `json:"outcome"`
+	FlakyReason string       `json:"flaky_reason,omitempty"`
 }
 
 // Name identifies the response in reports: "row 12 response 0".

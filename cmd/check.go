@@ -167,9 +167,10 @@ Each response is:
               but it is reported apart.
   flaky       a mismatch whose new verdicts included an API/sandbox error
               (-1) or a timeout (-3), and whose verdicts changed when it was
-              scored again (--reruns times at most). Reported apart, never
-              counted. A mismatch whose verdicts repeat on every rerun is
-              regressed or improved.
+              scored again (--reruns times at most); or, with --baseline, a
+              mismatch where every changed case was -1 or -3 in the
+              baseline. Reported apart, never counted. A mismatch whose
+              verdicts repeat on every rerun is regressed or improved.
   missing     (--baseline) a response present on one side only; a mismatch
   no reference  a null or absent reference score: not compared
 
@@ -238,7 +239,7 @@ func runCheck(c *cobra.Command, opts *checkOptions) error {
 		Input: opts.input, Stdin: opts.streams.In, Baseline: opts.baseline,
 		Reader: ro, Engine: eo, DataSource: cfg.DataSource,
 		Tolerance: opts.report.tolerance, MaxMismatch: opts.report.maxMismatch, Reruns: opts.reruns,
-		KeepItems: opts.report.junit != "", Abort: abortChan(ctx), Warn: ro.Warn,
+		KeepItems: opts.report.junit != "", Abort: abortChan(ctx),
 		OnEngine: func(e *score.Engine) { reporter = job.StartProgress(errOut, mode, e, 5*time.Second) },
 	})
 	if reporter != nil {

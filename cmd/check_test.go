@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -296,5 +297,42 @@ func TestCheckCommandErrors(t *testing.T) {
 	code, out, _ := checkCLI(t, "check", "--help")
 	if code != ExitOK || !strings.Contains(out, "EXIT STATUS") || !strings.Contains(out, "3  regression") {
 		t.Errorf("help: exit %d, want 0 and an EXIT STATUS block naming 3:\n%s", code, out)
+	}
+}
+
+func TestCheckBaselineFromRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs programs in the embedded sandbox")
+	}
+	tmp := t.TempDir()
+	dir := dumpSubset(t, filepath.Join(tmp, "dump"), []int{2, 6, 11}, nil)
+	out := filepath.Join(tmp, "base.scored.parquet")
+	if code, o, e := checkCLI(t, "run", dir, "-q", "-o", out); code != ExitOK {
+		t.Fatalf("run: exit %d\n%s\n%s", code, o, e)
+	}
+	code, o, e := checkCLI(t, "check", dir, "-q", "--baseline", out, "--json")
+	if code != ExitOK {
+		t.Fatalf("check --baseline: exit %d, want 0\n%s\n%s", code, o, e)
+	}
+	var rep struct {
+		Counts      struct{ Compared, Equal int } `json:"counts"`
+		Transitions []struct {
+			From, To string
+			Count    int
+		} `json:"verdict_transitions"`
+	}
+	if err := json.Unmarshal([]byte(o), &rep); err != nil {
+		t.Fatal(err)
+	}
+	// taco (3 cases True), leetcode (1 case -2), mbpp (1 case True).
+	if rep.Counts.Compared != 3 || rep.Counts.Equal != 3 {
+		t.Errorf("counts: got %+v, want 3 compared, 3 equal", rep.Counts)
+	}
+	got := ""
+	for _, tr := range rep.Transitions {
+		got += tr.From + "→" + tr.To + ":" + strconv.Itoa(tr.Count) + " "
+	}
+	if want := "True→True:4 -2→-2:1 "; got != want {
+		t.Errorf("transitions: got %q, want %q", got, want)
 	}
 }
