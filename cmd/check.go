@@ -66,6 +66,8 @@ func (o *reportOptions) validate() error {
 		return usageErrorf("--tolerance must be >= 0, got %g", o.tolerance)
 	case o.maxMismatch < 0 || o.maxMismatch > 1:
 		return usageErrorf("--max-mismatch is a fraction between 0 and 1, got %g", o.maxMismatch)
+	case o.json && o.markdown == "-":
+		return usageErrorf("--json and --markdown - both write to stdout; give --markdown a file")
 	case o.show < 0:
 		return usageErrorf("--show must be >= 0, got %d", o.show)
 	}

@@ -240,6 +240,7 @@ func TestDiffCommand(t *testing.T) {
 		{"markdown on stdout", []string{"diff", a, b, "--markdown", "-"}, ExitRegression, "| **True** | 10 |"},
 		{"one argument", []string{"diff", a}, ExitUsage, "two outputs"},
 		{"bad tolerance", []string{"diff", a, b, "--tolerance", "-1"}, ExitUsage, "--tolerance"},
+		{"two reports on stdout", []string{"diff", a, b, "--json", "--markdown", "-"}, ExitUsage, "both write to stdout"},
 		{"not an output", []string{"diff", a, "../testdata/check/rows.jsonl"}, ExitFailed, "reward"},
 	}
 	for _, tt := range tests {
