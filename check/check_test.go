@@ -276,3 +276,44 @@ func TestCheckReportsText(t *testing.T) {
 		t.Errorf("counts: got %+v", rep.Counts)
 	}
 }
+
+func TestCheckBaselineShape(t *testing.T) {
+	echo := `"` + strings.ReplaceAll(code("ECHO"), "\n", `\n`) + `"`
+	row := func(n int) string {
+		return fmt.Sprintf(`{"data_source": "x", "reward_model": {"ground_truth": %q}, "responses": [%s]}`, gt(1), strings.TrimSuffix(strings.Repeat(echo+",", n), ","))
+	}
+	base := func(n int) string {
+		return fmt.Sprintf(`{"reward": [%s], "case_results": [%s], "case_status": [%s], "reward_error": [%s]}`,
+			strings.TrimSuffix(strings.Repeat("1.0,", n), ","), strings.TrimSuffix(strings.Repeat("[true],", n), ","),
+			strings.TrimSuffix(strings.Repeat(`["success"],`, n), ","), strings.TrimSuffix(strings.Repeat("null,", n), ","))
+	}
+	tests := []struct {
+		name        string
+		input, base []string
+		missing     string
+		note        string
+	}{
+		{"input has more responses", []string{row(2)}, []string{base(1)}, "row 0 response 1", "row 0: the input has 2 responses, the baseline 1"},
+		{"baseline has more responses", []string{row(1)}, []string{base(2)}, "row 0 response 1", "row 0: the input has 1 responses, the baseline 2"},
+		{"baseline has more rows", []string{row(1)}, []string{base(1), base(1)}, "row 1 response 0", "the baseline has 2 rows, the input 1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := checkOpts(writeFile(t, "in.jsonl", tt.input...))
+			opts.Baseline = writeFile(t, "base.jsonl", tt.base...)
+			rep, err := Check(context.Background(), newFakeSandbox(), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Counts.Missing != 1 || rep.Counts.Equal != 1 || !rep.Regression {
+				t.Errorf("counts: got %+v (regression %v), want 1 equal, 1 missing, a regression", rep.Counts, rep.Regression)
+			}
+			if len(rep.Mismatches) != 1 || rep.Mismatches[0].Name() != tt.missing {
+				t.Errorf("mismatches: got %v, want %s", rep.Mismatches, tt.missing)
+			}
+			if !strings.Contains(strings.Join(rep.Notes, "\n"), tt.note) {
+				t.Errorf("notes: got %q, want %q", rep.Notes, tt.note)
+			}
+		})
+	}
+}
