@@ -3,6 +3,7 @@ package score
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -85,6 +86,24 @@ func BenchmarkEngine(b *testing.B) {
 			ideal := float64(c) / latency.Seconds()
 			b.ReportMetric(achieved, "cases/s")
 			b.ReportMetric(achieved/ideal, "fraction-of-C/L")
+			// Baseline in the same run: C goroutines doing nothing but the
+			// same timed waits, the best any scheduler could reach here.
+			b.StopTimer()
+			rounds := len(sols) * 10 / c
+			bstart := time.Now()
+			var wg sync.WaitGroup
+			for range c {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range rounds {
+						_, _ = latencyClient{latency: latency}.Run(context.Background(), &sandboxclient.Request{})
+					}
+				}()
+			}
+			wg.Wait()
+			bare := float64(rounds*c) / time.Since(bstart).Seconds()
+			b.ReportMetric(achieved/bare, "fraction-of-bare-waits")
 		})
 	}
 }
