@@ -105,7 +105,7 @@ type protoFixture struct {
 // and compares everything but timings, paths and message texts.
 func TestFixtures(t *testing.T) {
 	l := sharedSandbox(t)
-	paths, err := filepath.Glob("testdata/protocol/*.json")
+	paths, err := filepath.Glob("../testdata/protocol/*.json")
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no fixtures: %v", err)
 	}

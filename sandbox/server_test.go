@@ -271,7 +271,7 @@ func TestRunCodeDefaults(t *testing.T) {
 // hand the client exactly the request verl sent and send back the client's
 // response byte-for-byte equivalent (same keys, same values, same nulls).
 func TestRunCodeFixtures(t *testing.T) {
-	paths, err := filepath.Glob("testdata/server_protocol/*.json")
+	paths, err := filepath.Glob("../testdata/protocol/*.json")
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no fixtures found: %v", err)
 	}
@@ -287,6 +287,9 @@ func TestRunCodeFixtures(t *testing.T) {
 			}
 			if err := json.Unmarshal(raw, &fx); err != nil {
 				t.Fatal(err)
+			}
+			if len(fx.Request) == 0 {
+				t.Skip("a note without a request")
 			}
 			var wantReq sandboxclient.Request
 			var canned sandboxclient.Response

@@ -12,7 +12,7 @@ import (
 
 // protocolDir holds real SandboxFusion exchanges, copied verbatim from the
 // shared data set (see its README).
-const protocolDir = "testdata/protocol"
+const protocolDir = "../testdata/protocol"
 
 // fixture is one recorded exchange: the request sent, the HTTP status and
 // the body the real server answered with.
