@@ -85,13 +85,7 @@ func Check(ctx context.Context, client sandboxclient.Client, opts Options) (*Rep
 	if err := validate(opts.Tolerance, opts.MaxMismatch, opts.Reruns); err != nil {
 		return nil, err
 	}
-	var rd rollout.Reader
-	var err error
-	if opts.Input == "-" && opts.Stdin != nil {
-		rd, err = rollout.OpenReader(opts.Stdin, "-", opts.Reader)
-	} else {
-		rd, err = rollout.Open(opts.Input, opts.Reader)
-	}
+	rd, err := rollout.OpenInput(opts.Input, opts.Stdin, opts.Reader)
 	if err != nil {
 		return nil, err
 	}

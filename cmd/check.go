@@ -213,23 +213,14 @@ func runCheck(c *cobra.Command, opts *checkOptions) error {
 	if opts.reruns < 0 {
 		return usageErrorf("--reruns must be >= 0, got %d", opts.reruns)
 	}
-	cfg, err := opts.loader.Load()
-	if err != nil {
-		return &UsageError{Err: err}
-	}
-	eo, ro, err := scoringSetup(cfg)
-	if err != nil {
-		return err
-	}
 	errOut := opts.streams.ErrOut
-	ro.Warn = func(msg string) { fmt.Fprintln(errOut, "verl-score: warning:", msg) }
-	client, desc, closeClient, err := sandboxClient(cfg, errOut)
+	sc, err := setupScoring(opts.loader, errOut)
 	if err != nil {
 		return err
 	}
-	defer closeClient()
+	defer sc.close()
 	if !opts.quiet {
-		fmt.Fprintf(errOut, "verl-score: checking %s with the %s\n", opts.input, desc)
+		fmt.Fprintf(errOut, "verl-score: checking %s with the %s\n", opts.input, sc.desc)
 	}
 	var reporter *job.Reporter
 	mode := job.ProgressAuto
@@ -237,9 +228,9 @@ func runCheck(c *cobra.Command, opts *checkOptions) error {
 		mode = job.ProgressOff
 	}
 	ctx := c.Context()
-	rep, err := check.Check(ctx, client, check.Options{
+	rep, err := check.Check(ctx, sc.client, check.Options{
 		Input: opts.input, Stdin: opts.streams.In, Baseline: opts.baseline,
-		Reader: ro, Engine: eo, DataSource: cfg.DataSource,
+		Reader: sc.reader, Engine: sc.engine, DataSource: sc.cfg.DataSource,
 		Tolerance: opts.report.tolerance, MaxMismatch: opts.report.maxMismatch, Reruns: opts.reruns,
 		KeepItems: opts.report.junit != "", Abort: abortChan(ctx),
 		OnEngine: func(e *score.Engine) { reporter = job.StartProgress(errOut, mode, e, 5*time.Second) },

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/verl-score/verl-score/rollout"
+	"github.com/verl-score/verl-score/score"
+
 	"github.com/verl-score/verl-score/config"
 	"github.com/verl-score/verl-score/sandbox"
 	"github.com/verl-score/verl-score/sandboxclient"
@@ -32,4 +35,36 @@ func sandboxClient(cfg *config.Config, warn io.Writer) (sandboxclient.Client, st
 		return nil, "", nil, fmt.Errorf("embedded sandbox: %w", err)
 	}
 	return l, fmt.Sprintf("embedded sandbox (%d at once)", cfg.LocalConcurrency), func() { l.Close() }, nil
+}
+
+// scoring is what a scoring command (run, check) needs: the configuration,
+// engine and reader options, and the sandbox client.
+type scoring struct {
+	cfg    *config.Config
+	engine score.Options
+	reader rollout.Options
+	client sandboxclient.Client
+	desc   string // the client, for people
+	close  func()
+	warn   func(string)
+}
+
+// setupScoring loads the configuration and builds the sandbox client;
+// warnings go to errOut.
+func setupScoring(loader *config.Loader, errOut io.Writer) (*scoring, error) {
+	cfg, err := loader.Load()
+	if err != nil {
+		return nil, &UsageError{Err: err}
+	}
+	eo, ro, err := scoringSetup(cfg)
+	if err != nil {
+		return nil, err
+	}
+	warn := func(msg string) { fmt.Fprintln(errOut, "verl-score: warning:", msg) }
+	ro.Warn = warn
+	client, desc, closeClient, err := sandboxClient(cfg, errOut)
+	if err != nil {
+		return nil, err
+	}
+	return &scoring{cfg: cfg, engine: eo, reader: ro, client: client, desc: desc, close: closeClient, warn: warn}, nil
 }

@@ -106,27 +106,19 @@ func scoringSetup(cfg *config.Config) (score.Options, rollout.Options, error) {
 }
 
 func runRun(c *cobra.Command, opts *runOptions) error {
-	cfg, err := opts.loader.Load()
-	if err != nil {
-		return &UsageError{Err: err}
-	}
-	eo, ro, err := scoringSetup(cfg)
-	if err != nil {
-		return err
-	}
 	errOut := opts.streams.ErrOut
-	ro.Warn = func(msg string) { fmt.Fprintln(errOut, "verl-score: warning:", msg) }
-	client, desc, closeClient, err := sandboxClient(cfg, errOut)
+	sc, err := setupScoring(opts.loader, errOut)
 	if err != nil {
 		return err
 	}
-	defer closeClient()
+	defer sc.close()
+	cfg := sc.cfg
 	output := opts.output
 	if output == "" {
 		output = job.DefaultOutput(opts.input)
 	}
 	if !opts.quiet {
-		fmt.Fprintf(errOut, "verl-score: scoring %s into %s with the %s\n", opts.input, output, desc)
+		fmt.Fprintf(errOut, "verl-score: scoring %s into %s with the %s\n", opts.input, output, sc.desc)
 	}
 
 	ctx := c.Context()
@@ -137,11 +129,11 @@ func runRun(c *cobra.Command, opts *runOptions) error {
 	}
 	jo := job.Options{
 		Input: opts.input, Stdin: opts.streams.In, Output: output, CasesOut: opts.casesOut, Summary: opts.summary,
-		Reader: ro, Engine: eo, DataSource: cfg.DataSource, MaskInfra: cfg.InfraErrors == "mask",
-		MaxText: cfg.CasesOutMaxText, Resume: opts.resume, Abort: abortChan(ctx), Warn: ro.Warn,
+		Reader: sc.reader, Engine: sc.engine, DataSource: cfg.DataSource, MaskInfra: cfg.InfraErrors == "mask",
+		MaxText: cfg.CasesOutMaxText, Resume: opts.resume, Abort: abortChan(ctx), Warn: sc.warn,
 		OnEngine: func(e *score.Engine) { reporter = job.StartProgress(errOut, mode, e, 5*time.Second) },
 	}
-	sum, err := job.Run(ctx, client, jo)
+	sum, err := job.Run(ctx, sc.client, jo)
 	if reporter != nil {
 		reporter.Stop()
 	}

@@ -95,13 +95,7 @@ func Run(ctx context.Context, client sandboxclient.Client, opts Options) (*Summa
 		return nil, fmt.Errorf("%s exists: an earlier run into %s was interrupted; pass --resume to continue it, or delete the journal", jpath, opts.Output)
 	}
 
-	var rd rollout.Reader
-	var err error
-	if opts.Input == "-" && opts.Stdin != nil {
-		rd, err = rollout.OpenReader(opts.Stdin, "-", opts.Reader)
-	} else {
-		rd, err = rollout.Open(opts.Input, opts.Reader)
-	}
+	rd, err := rollout.OpenInput(opts.Input, opts.Stdin, opts.Reader)
 	if err != nil {
 		return nil, err
 	}

@@ -252,6 +252,15 @@ func Open(path string, opts Options) (Reader, error) {
 	return nil, fmt.Errorf("open input %s: unknown format (want a .parquet, .jsonl or .json file, a dump directory, or - for stdin)", path)
 }
 
+// OpenInput opens path as Open does, but reads "-" from stdin when stdin
+// is not nil (so commands can take their standard input from a test).
+func OpenInput(path string, stdin io.Reader, opts Options) (Reader, error) {
+	if path == "-" && stdin != nil {
+		return OpenReader(stdin, "-", opts)
+	}
+	return Open(path, opts)
+}
+
 // OpenReader reads JSONL (dataset rows or rollout dump lines) from r; name is
 // used in messages and as Row.File. Closing the Reader does not close r.
 func OpenReader(r io.Reader, name string, opts Options) (Reader, error) {
