@@ -309,3 +309,39 @@ func TestFilesAndFetch(t *testing.T) {
 		t.Fatalf("got %s, want a SandboxError for a file outside the run directory", respText(resp, err))
 	}
 }
+
+// TestCompilersCannotReadHostFiles: a compile step runs as the step user
+// too, so a C++ #include or a Rust include_str! of a file only the host's
+// user may read fails instead of baking the file into the program.
+func TestCompilersCannotReadHostFiles(t *testing.T) {
+	l := sharedSandbox(t)
+	needPerRunUser(t, l)
+	secret := filepath.Join(t.TempDir(), "secret.txt")
+	if err := os.WriteFile(secret, []byte("hunter2-compile-secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ lang, code string }{
+		{"cpp", fmt.Sprintf("#include <cstdio>\nconst char* s =\n#include %q\n;\nint main(){ std::puts(s); }", secret)},
+		{"rust", fmt.Sprintf("fn main() { print!(\"{}\", include_str!(%q)); }", secret)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.lang, func(t *testing.T) {
+			needTools(t, l, tt.lang)
+			resp, err := l.Run(context.Background(), &sandboxclient.Request{
+				Language: tt.lang, Code: tt.code, RunTimeout: 10, CompileTimeout: 60, MemoryLimitMB: 1024,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.RunResult != nil && strings.Contains(resp.RunResult.Stdout, "hunter2") {
+				t.Fatalf("the compiled program printed the host file: %q", resp.RunResult.Stdout)
+			}
+			if resp.CompileResult == nil || resp.CompileResult.ReturnCode == nil || *resp.CompileResult.ReturnCode == 0 {
+				t.Fatalf("got %s, want a failed compile", respText(resp, nil))
+			}
+			if !strings.Contains(resp.CompileResult.Stderr, "Permission denied") {
+				t.Errorf("got compile stderr %q, want a refused read", resp.CompileResult.Stderr)
+			}
+		})
+	}
+}

@@ -179,9 +179,16 @@ func Protections() []Protection {
 	_, rootOnly := findTools(iso.perRunUser)
 	var unreachable []string
 	for _, t := range toolOrder {
-		if rootOnly[t.prog] {
-			unreachable = append(unreachable, t.prog)
+		if !rootOnly[t.prog] {
+			continue
 		}
+		if t.prog == "rustc" {
+			if f := openSysroot(resolveTool("rustc")); f != nil {
+				f.Close() // reached through an open directory instead
+				continue
+			}
+		}
+		unreachable = append(unreachable, t.prog)
 	}
 	ps := []Protection{
 		{Name: "fresh directory per run", Available: true, Detail: "created for each step, removed afterwards"},

@@ -30,6 +30,8 @@ type stepSpec struct {
 	// ownTree: hand over everything under owned, not just the directory
 	// (a build directory, where the compiler overwrites its outputs).
 	ownTree bool
+	// extraFiles are passed to the process as fds 3, 4, ...
+	extraFiles []*os.File
 }
 
 func (s *stepSpec) chownOwned(uid int) error {
@@ -208,7 +210,7 @@ func (l *Local) runStep(ctx context.Context, s stepSpec) (*sandboxclient.StepRes
 	}
 
 	argv := l.wrap(s.argv, s.lim)
-	cmd := &exec.Cmd{Path: argv[0], Args: argv, Dir: s.dir, Env: s.env, SysProcAttr: attr}
+	cmd := &exec.Cmd{Path: argv[0], Args: argv, Dir: s.dir, Env: s.env, SysProcAttr: attr, ExtraFiles: s.extraFiles}
 
 	outR, outW, err := os.Pipe()
 	if err != nil {

@@ -77,6 +77,11 @@ type Local struct {
 	// them run as root (with a warning).
 	rootOnly map[string]bool
 
+	// rustSysroot is the Rust toolchain's directory, open, when the path
+	// to it is closed to other users (rustup under /root): compiles run as
+	// the step user and reach it as /proc/self/fd/3.
+	rustSysroot *os.File
+
 	flight singleflight.Group
 	goWarm sync.Once
 	mu     sync.Mutex
@@ -148,6 +153,14 @@ func New(opts Options) (*Local, error) {
 	}
 	l.iso = probeIsolation(opts.Isolation)
 	l.tools, l.rootOnly = findTools(l.iso.perRunUser)
+	if l.rootOnly["rustc"] {
+		// Compiling as root would let include_str!("/etc/shadow") read any
+		// host file; reach the toolchain through an open directory instead.
+		if f := openSysroot(l.tools["rustc"]); f != nil {
+			l.rustSysroot = f
+			delete(l.rootOnly, "rustc")
+		}
+	}
 	l.pathEnv = childPath(l.tools)
 	for _, note := range l.iso.notes {
 		fmt.Fprintf(opts.Warn, "verl-score sandbox: %s\n", note)
@@ -176,7 +189,12 @@ func (l *Local) Stats() Stats {
 
 // Close removes the sandbox's directory with its cached builds.
 func (l *Local) Close() error {
-	l.closeOnce.Do(func() { l.closeErr = os.RemoveAll(l.root) })
+	l.closeOnce.Do(func() {
+		if l.rustSysroot != nil {
+			l.rustSysroot.Close()
+		}
+		l.closeErr = os.RemoveAll(l.root)
+	})
 	return l.closeErr
 }
 
@@ -348,18 +366,25 @@ func (l *Local) doCompile(ctx context.Context, spec *langSpec, req *sandboxclien
 		l.goWarm.Do(func() { l.warmGoCache(ctx) })
 	}
 	argv := spec.compile(l, dir)
+	env := l.env(dir, spec.env)
+	var extra []*os.File
+	if spec.programs[0] == "rustc" && l.rustSysroot != nil {
+		argv, env = sysrootArgs(argv, env)
+		extra = []*os.File{l.rustSysroot}
+	}
 	// go_test builds inside its one step upstream; here the build is
 	// cached and shared by the cases, so it gets the compile timeout.
 	timeout := secondsToDuration(req.CompileTimeout)
 	st := stepSpec{
-		argv:    argv,
-		dir:     dir,
-		env:     l.env(dir, spec.env),
-		timeout: timeout,
-		lim:     compileLimits(req.MemoryLimitMB, timeout),
-		asRoot:  spec.compileAsRoot || l.rootOnly[spec.programs[0]],
-		owned:   dir,
-		ownTree: true,
+		argv:       argv,
+		dir:        dir,
+		env:        env,
+		timeout:    timeout,
+		lim:        compileLimits(req.MemoryLimitMB, timeout),
+		extraFiles: extra,
+		asRoot:     spec.compileAsRoot || l.rootOnly[spec.programs[0]],
+		owned:      dir,
+		ownTree:    true,
 	}
 	if st.asRoot && l.rootOnly[spec.programs[0]] {
 		l.warn("root-"+spec.programs[0], fmt.Sprintf("%s is not reachable by an unprivileged user; its compiles run as root", l.tools[spec.programs[0]]))
@@ -536,4 +561,39 @@ func writeFiles(dir string, files map[string][]byte) error {
 		}
 	}
 	return nil
+}
+
+// fdSysroot is where a compile step sees the toolchain passed as fd 3.
+const fdSysroot = "/proc/self/fd/3"
+
+// openSysroot opens the sysroot of a rustc at <sysroot>/bin/rustc when the
+// sysroot itself is open to other users though the path to it is not; nil
+// otherwise.
+func openSysroot(rustc string) *os.File {
+	real, err := filepath.EvalSymlinks(rustc)
+	if err != nil {
+		return nil
+	}
+	root := filepath.Dir(filepath.Dir(real))
+	for _, d := range []string{root, filepath.Join(root, "bin"), filepath.Join(root, "lib")} {
+		fi, err := os.Stat(d)
+		if err != nil || !fi.IsDir() || fi.Mode().Perm()&0o005 != 0o005 {
+			return nil
+		}
+	}
+	f, err := os.Open(root)
+	if err != nil {
+		return nil
+	}
+	return f
+}
+
+// sysrootArgs rewrites a rustc command to use the toolchain passed as fd 3:
+// the compiler, its libraries and the sysroot through /proc/self/fd/3, and
+// the system linker (rust-lld finds itself by its real path, which the step
+// user cannot reach).
+func sysrootArgs(argv, env []string) ([]string, []string) {
+	out := append([]string{fdSysroot + "/bin/rustc", "--sysroot", fdSysroot}, argv[1:]...)
+	out = append(out, "-C", "link-arg=-fuse-ld=bfd")
+	return out, append(env, "LD_LIBRARY_PATH="+fdSysroot+"/lib")
 }
