@@ -17,13 +17,13 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
-var update = flag.Bool("update", false, "rebuild the fixtures under testdata/rollout from /work/shared/data")
+var update = flag.Bool("update", false, "rebuild the fixtures under testdata/rollout from ../shared/data beside the repository")
 
 const (
 	fixtureDir     = "../testdata/rollout"
 	fixtureJSONL   = fixtureDir + "/verl_rows.jsonl"
 	fixtureParquet = fixtureDir + "/verl_rows.parquet"
-	sharedData     = "/work/shared/data"
+	sharedData     = "../../shared/data"
 	// fixtureRowGroup is small so that record batches cross row groups.
 	fixtureRowGroup = 7
 )
