@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 )
@@ -145,14 +146,14 @@ var languages = map[string]*langSpec{
 		heapLimited: true,
 		compile: func(l *Local, dir string) []string {
 			return []string{l.tools["javac"], "-J-Xmx512m", "-J-XX:+UseSerialGC", "-J-XX:-UsePerfData",
-				"-encoding", "UTF-8", "Main.java"}
+				"-encoding", "UTF-8", "-cp", javaClassPath("."), "Main.java"}
 		},
 		run: func(l *Local, _, binDir string, memMB int) []string {
 			argv := []string{l.tools["java"]}
 			if memMB > 0 {
 				argv = append(argv, fmt.Sprintf("-Xmx%dm", heapMB(memMB)))
 			}
-			return append(argv, "-XX:+UseSerialGC", "-XX:-UsePerfData", "-cp", binDir, "-ea", "Main")
+			return append(argv, "-XX:+UseSerialGC", "-XX:-UsePerfData", "-cp", javaClassPath(binDir), "-ea", "Main")
 		},
 	},
 }
@@ -205,4 +206,20 @@ func compileLimits(memMB int, timeout time.Duration) limits {
 		data = memMB
 	}
 	return limits{dataMB: data, cpuSec: cpuSeconds(timeout), nproc: runNproc, fsizeMB: 512, nofile: runNofile}
+}
+
+// javaLibraries are jars a SandboxFusion image puts on the Java class path
+// (MultiPL-E's Java programs import org.javatuples); each is used when
+// installed (Debian: libjavatuples-java).
+var javaLibraries = []string{"/usr/share/java/javatuples.jar"}
+
+// javaClassPath is dir followed by the javaLibraries that exist.
+func javaClassPath(dir string) string {
+	cp := dir
+	for _, jar := range javaLibraries {
+		if _, err := os.Stat(jar); err == nil {
+			cp += ":" + jar
+		}
+	}
+	return cp
 }

@@ -339,3 +339,21 @@ func TestDoctor(t *testing.T) {
 		t.Errorf("running as root, got per-run user unavailable")
 	}
 }
+
+// TestJavaTuples: MultiPL-E's Java programs import org.javatuples, which a
+// SandboxFusion image has on the class path.
+func TestJavaTuples(t *testing.T) {
+	l := sharedSandbox(t)
+	needTools(t, l, "java")
+	if javaClassPath(".") == "." {
+		t.Skip("javatuples is not installed (Debian: libjavatuples-java)")
+	}
+	code := "import org.javatuples.*;\npublic class Main {\n  public static void main(String[] a) {\n    Pair<Integer, String> p = Pair.with(1, \"x\");\n    System.out.println(p.getValue0() + p.getValue1());\n  }\n}\n"
+	resp, err := l.Run(context.Background(), &sandboxclient.Request{Language: "java", Code: code, CompileTimeout: 60, RunTimeout: 20, MemoryLimitMB: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Status != sandboxclient.StatusSuccess || resp.RunResult == nil || resp.RunResult.Stdout != "1x\n" {
+		t.Fatalf("got %s, want success printing 1x", respText(resp, nil))
+	}
+}
