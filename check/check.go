@@ -283,7 +283,7 @@ func (c *checker) feed(ctx context.Context, rd rollout.Reader, in chan<- score.S
 						it.RefVerdicts = Verdicts{}
 					}
 				}
-				sol := score.Solution{ID: id, Completion: resp, GroundTruth: row.GroundTruth, DataSource: ds, Err: row.Err}
+				sol := score.Solution{ID: id, Completion: resp, GroundTruth: row.GroundTruth, DataSource: ds, Language: row.Language(j), Err: row.Err}
 				c.mu.Lock()
 				c.pend[id] = &pending{item: it, sol: sol, noBase: ref.noBase || (ref.row != nil && j >= len(ref.scores))}
 				c.mu.Unlock()

@@ -18,7 +18,7 @@ import (
 // scoringKeys are the configuration keys every scoring command takes.
 var scoringKeys = []string{
 	"sandbox_url", "max_concurrent", "timeout", "memory_limit_mb", "mode", "language", "extract",
-	"no_compile_skip", "response_key", "data_source_key", "ground_truth_key", "data_source",
+	"no_compile_skip", "response_key", "data_source_key", "ground_truth_key", "data_source", "language_key",
 	"infra_errors", "cases_out_max_text", "retry_overload", "retry_sandbox_errors",
 	"local_concurrency", "isolation",
 }
@@ -102,6 +102,7 @@ func scoringSetup(cfg *config.Config) (score.Options, rollout.Options, error) {
 	ro.ResponseKey = cfg.ResponseKey
 	ro.DataSourceKey = cfg.DataSourceKey
 	ro.GroundTruthKey = cfg.GroundTruthKey
+	ro.LanguageKey = cfg.LanguageKey
 	return eo, ro, nil
 }
 

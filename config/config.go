@@ -31,6 +31,7 @@ type Config struct {
 	DataSourceKey  string `mapstructure:"data_source_key"`
 	GroundTruthKey string `mapstructure:"ground_truth_key"`
 	DataSource     string `mapstructure:"data_source"`
+	LanguageKey    string `mapstructure:"language_key"`
 
 	InfraErrors     string `mapstructure:"infra_errors"`
 	CasesOutMaxText int    `mapstructure:"cases_out_max_text"`
@@ -64,6 +65,7 @@ func Settings() []Setting {
 		{"data_source_key", "data-source-key", "data_source", "column holding the data source"},
 		{"ground_truth_key", "ground-truth-key", "reward_model.ground_truth", "dotted path of the ground truth"},
 		{"data_source", "data-source", "", "data source for rows that have none (rollout dumps)"},
+		{"language_key", "language-key", "", "dotted path of a per-row language (a string, or a list aligned with the responses) that overrides --language, e.g. extra_info.response_languages"},
 		{"infra_errors", "infra-errors", "score", "responses with infrastructure failures: score (count them, as verl) or mask (leave them out of the means)"},
 		{"cases_out_max_text", "cases-out-max-text", 4096, "bytes of stdout/stderr kept per case in --cases-out"},
 		{"retry_overload", "retry-overload", true, "retry 429, 503 and refused/reset connections with backoff"},

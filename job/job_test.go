@@ -316,3 +316,37 @@ func TestResumeEqualsUninterrupted(t *testing.T) {
 		t.Errorf("resumed summary counts %d responses, want 38 (%v)", sum2.Overall.Responses, ks)
 	}
 }
+
+// TestLanguageKey scores the example's C++ row with its language taken
+// from a column: verl's default runs it as Python (0.0), the column as C++.
+func TestLanguageKey(t *testing.T) {
+	dir := t.TempDir()
+	data, err := os.ReadFile(exampleJSONL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row string
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.Contains(line, `"humaneval-x"`) {
+			row = line
+		}
+	}
+	in := filepath.Join(dir, "cpp.jsonl")
+	if err := os.WriteFile(in, []byte(row+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		key  string
+		want float64
+	}{{"", 0}, {"extra_info.response_languages", 1}} {
+		opts := jobOptions(in, filepath.Join(dir, "out"+tt.key+".jsonl"))
+		opts.Reader.LanguageKey = tt.key
+		sum, err := Run(context.Background(), embedded(t), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.Overall.MeanScore != tt.want {
+			t.Errorf("language key %q: got mean score %v, want %v", tt.key, sum.Overall.MeanScore, tt.want)
+		}
+	}
+}

@@ -257,7 +257,7 @@ func (p *pipeline) feed(ctx context.Context, rd rollout.Reader, in chan<- score.
 			}
 			p.mu.Unlock()
 			for j, resp := range row.Responses {
-				sol := score.Solution{ID: id, Completion: resp, GroundTruth: row.GroundTruth, DataSource: p.dataSource(row)}
+				sol := score.Solution{ID: id, Completion: resp, GroundTruth: row.GroundTruth, DataSource: p.dataSource(row), Language: row.Language(j)}
 				p.mu.Lock()
 				p.slotOf[id] = slot{bs: bs, row: i, idx: j}
 				p.mu.Unlock()

@@ -205,5 +205,14 @@ func (r *jsonlReader) parseRow(raw []byte, no int) (Row, srcLine, error) {
 			row.RefScores = s
 		}
 	}
+	if key := r.opts.LanguageKey; key != "" {
+		if v, ok := lookup(ms, key); ok && jsonKind(v) != 'n' {
+			langs, _, reason := decodeResponses(v)
+			if reason != "" {
+				rowErr(key, reason)
+			}
+			row.Languages = langs
+		}
+	}
 	return row, sl, nil
 }

@@ -354,3 +354,34 @@ func TestJSONArrayRefused(t *testing.T) {
 		t.Errorf("error = %v, want one saying data.json:1 starts a JSON array", err)
 	}
 }
+
+func TestLanguageKey(t *testing.T) {
+	in := strings.Join([]string{
+		`{"responses": ["a", "b"], "reward_model": {"ground_truth": "{}"}, "extra_info": {"langs": ["cpp", "go_test"]}}`,
+		`{"responses": ["a", "b"], "reward_model": {"ground_truth": "{}"}, "extra_info": {"langs": "java"}}`,
+		`{"responses": ["a"], "reward_model": {"ground_truth": "{}"}, "extra_info": {}}`,
+		`{"responses": ["a"], "reward_model": {"ground_truth": "{}"}, "extra_info": {"langs": 3}}`,
+	}, "\n")
+	opts := DefaultOptions()
+	opts.LanguageKey = "extra_info.langs"
+	r, err := OpenReader(strings.NewReader(in), "l.jsonl", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := r.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := [][]string{
+		{b.Rows[0].Language(0), b.Rows[0].Language(1)},
+		{b.Rows[1].Language(0), b.Rows[1].Language(1)},
+		{b.Rows[2].Language(0)},
+	}
+	want := [][]string{{"cpp", "go_test"}, {"java", "java"}, {""}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got languages %v, want %v", got, want)
+	}
+	if err := b.Rows[3].Err; err == nil || !strings.Contains(err.Error(), `l.jsonl:4: field "extra_info.langs"`) {
+		t.Errorf("got row error %v, want one naming line 4 and the field", err)
+	}
+}

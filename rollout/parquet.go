@@ -97,6 +97,8 @@ type parquetReader struct {
 	ds       *fieldPath
 	score    *fieldPath
 	scoreLst bool
+	lang     *fieldPath
+	langLst  bool
 
 	nextIndex int
 }
@@ -183,6 +185,19 @@ func (r *parquetReader) resolve() error {
 			r.opts.warn("%s: score column %q is %s, not a number or a list of numbers: no reference scores", r.path, sc.name, sc.typ)
 		}
 	}
+	if r.opts.LanguageKey != "" {
+		lf, ok := resolveField(fields, r.opts.LanguageKey)
+		switch {
+		case !ok:
+			return fmt.Errorf("%s: no language column %q", r.path, r.opts.LanguageKey)
+		case isStringType(lf.typ):
+			r.lang = &lf
+		case listElem(lf.typ) != nil && isStringType(listElem(lf.typ)):
+			r.lang, r.langLst = &lf, true
+		default:
+			return fmt.Errorf("%s: language column %q is %s, want a string or a list of strings", r.path, lf.name, lf.typ)
+		}
+	}
 	return nil
 }
 
@@ -229,15 +244,21 @@ func (r *parquetReader) Next() (*Batch, error) {
 	b := &Batch{Rows: make([]Row, rec.NumRows()), rec: rec}
 	resp := r.resp.chain(rec)
 	gt := r.gt.chain(rec)
-	var ds, score []arrow.Array
+	var ds, score, lang []arrow.Array
 	if r.ds != nil {
 		ds = r.ds.chain(rec)
 	}
 	if r.score != nil {
 		score = r.score.chain(rec)
 	}
+	if r.lang != nil {
+		lang = r.lang.chain(rec)
+	}
 	for i := range b.Rows {
 		b.Rows[i] = r.row(i, resp, gt, ds, score)
+		if lang != nil && !nullAt(lang, i) {
+			b.Rows[i].Languages = stringsAt(lang[len(lang)-1], i, r.langLst)
+		}
 	}
 	r.nextIndex += len(b.Rows)
 	return b, nil
@@ -311,4 +332,23 @@ func NumRows(r Reader) (n int64, ok bool) {
 		return c.NumRows()
 	}
 	return 0, false
+}
+
+// stringsAt is row i of a string or list<string> column (nulls as "").
+func stringsAt(leaf arrow.Array, i int, list bool) []string {
+	if !list {
+		return []string{stringAt(leaf, i)}
+	}
+	l := leaf.(array.ListLike)
+	start, end := l.ValueOffsets(i)
+	vals := l.ListValues()
+	out := make([]string, 0, end-start)
+	for j := start; j < end; j++ {
+		if vals.IsNull(int(j)) {
+			out = append(out, "")
+			continue
+		}
+		out = append(out, stringAt(vals, int(j)))
+	}
+	return out
 }

@@ -483,3 +483,59 @@ func TestReservedColumnsRefused(t *testing.T) {
 		t.Errorf("Next error = %v, want ErrReservedColumn naming in.jsonl:2 and the key", err)
 	}
 }
+
+// TestParquetLanguageKey reads a per-row language from a list<string>
+// column inside a struct and from a plain string column.
+func TestParquetLanguageKey(t *testing.T) {
+	str := arrow.BinaryTypes.String
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "responses", Type: arrow.ListOf(str), Nullable: true},
+		{Name: "gt", Type: str, Nullable: true},
+		{Name: "extra_info", Type: arrow.StructOf(arrow.Field{Name: "langs", Type: arrow.ListOf(str), Nullable: true}), Nullable: true},
+		{Name: "lang", Type: str, Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	resp := b.Field(0).(*array.ListBuilder)
+	for range 2 {
+		resp.Append(true)
+		resp.ValueBuilder().(*array.StringBuilder).AppendValues([]string{"a", "b"}, nil)
+	}
+	b.Field(1).(*array.StringBuilder).AppendValues([]string{"{}", "{}"}, nil)
+	ei := b.Field(2).(*array.StructBuilder)
+	langs := ei.FieldBuilder(0).(*array.ListBuilder)
+	ei.Append(true)
+	langs.Append(true)
+	langs.ValueBuilder().(*array.StringBuilder).AppendValues([]string{"cpp", "java"}, nil)
+	ei.AppendNull()
+	b.Field(3).(*array.StringBuilder).AppendValues([]string{"rust", ""}, []bool{true, false})
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	path := filepath.Join(t.TempDir(), "langs.parquet")
+	writeParquetRecord(t, path, rec, 100)
+
+	for _, tt := range []struct {
+		key  string
+		want [][]string
+	}{
+		{"extra_info.langs", [][]string{{"cpp", "java"}, {"", ""}}},
+		{"lang", [][]string{{"rust", "rust"}, {"", ""}}},
+	} {
+		r, err := Open(path, Options{GroundTruthKey: "gt", LanguageKey: tt.key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows := rowsOf(readAll(t, r))
+		r.Close()
+		var got [][]string
+		for _, row := range rows {
+			got = append(got, []string{row.Language(0), row.Language(1)})
+		}
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s: got %v, want %v", tt.key, got, tt.want)
+		}
+	}
+	if _, err := Open(path, Options{GroundTruthKey: "gt", LanguageKey: "nope"}); err == nil || !strings.Contains(err.Error(), `"nope"`) {
+		t.Errorf("got %v, want an error naming the missing language column", err)
+	}
+}

@@ -55,6 +55,10 @@ type Options struct {
 	// ScoreKey names an optional reference score column, scalar or a list
 	// aligned with the responses. Default "score".
 	ScoreKey string
+	// LanguageKey, when set, is a dotted path to each row's language: a
+	// string for all its responses, or a list of strings aligned with them
+	// (e.g. extra_info.response_languages). Default: none.
+	LanguageKey string
 	// BatchRows is the number of rows per batch. Default 512.
 	BatchRows int
 	// Warn, when set, receives warnings that do not stop reading, such as
@@ -151,10 +155,25 @@ type Row struct {
 	// one per value in the column (a scalar score gives one); NaN where
 	// null. nil when the row has no score.
 	RefScores []float64
+	// Languages are the row's languages (LanguageKey): one for every
+	// response, or one for them all; nil when the row has none.
+	Languages []string
 	// Err is a problem with this row (a bad JSON line, a missing field, a
 	// wrong type). The row still gets exactly one output row; the error is
 	// a *RowError naming the file, line or row, and field.
 	Err error
+}
+
+// Language is the language of response j from the row's language column:
+// its own entry, or the row's single one; "" when the row has none.
+func (r *Row) Language(j int) string {
+	switch {
+	case len(r.Languages) == len(r.Responses) && j < len(r.Languages):
+		return r.Languages[j]
+	case len(r.Languages) == 1:
+		return r.Languages[0]
+	}
+	return ""
 }
 
 // RowError is a problem with one input row.
