@@ -82,7 +82,7 @@ and keep reward_model.sandbox_fusion.max_concurrent at or below
 				return usageErrorf("--max-concurrent must be positive, got %d", opts.MaxConcurrent)
 			}
 			if !c.Flags().Changed("max-queue") {
-				opts.MaxQueue = defaultMaxQueue(opts.MaxConcurrent)
+				opts.MaxQueue = sandbox.DefaultMaxQueue(opts.MaxConcurrent)
 			}
 			if opts.MaxQueue < 0 {
 				return usageErrorf("--max-queue must not be negative, got %d", opts.MaxQueue)
@@ -126,17 +126,6 @@ and keep reward_model.sandbox_fusion.max_concurrent at or below
 	f.StringVar(&logLevel, "log-level", "info", "info, or debug for one line per request")
 	f.StringVar(&isolation, "isolation", "auto", "auto: every protection the host allows (see verl-score doctor); none: resource limits only")
 	return c
-}
-
-// verlMaxConcurrent is verl's default reward_model.sandbox_fusion.max_concurrent.
-const verlMaxConcurrent = 64
-
-// defaultMaxQueue is the queue --max-queue defaults to: four requests per
-// run slot, and never less than verl's default concurrency, because verl
-// gives up on a 503 at once (verdict -1) where a queued request would only
-// have waited its turn.
-func defaultMaxQueue(maxConcurrent int) int {
-	return max(4*maxConcurrent, verlMaxConcurrent)
 }
 
 // runServe builds the local sandbox and serves it until ctx is cancelled.

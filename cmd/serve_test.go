@@ -282,8 +282,8 @@ func TestDoctorOnThisHost(t *testing.T) {
 func TestDefaultMaxQueue(t *testing.T) {
 	tests := []struct{ concurrent, want int }{{1, 64}, {2, 64}, {16, 64}, {17, 68}, {64, 256}}
 	for _, tt := range tests {
-		if got := defaultMaxQueue(tt.concurrent); got != tt.want {
-			t.Errorf("defaultMaxQueue(%d): got %d, want %d", tt.concurrent, got, tt.want)
+		if got := sandbox.DefaultMaxQueue(tt.concurrent); got != tt.want {
+			t.Errorf("sandbox.DefaultMaxQueue(%d): got %d, want %d", tt.concurrent, got, tt.want)
 		}
 	}
 }

@@ -39,7 +39,7 @@ type ServerOptions struct {
 	// MaxInFlight is how many requests run at once (default: NumCPU).
 	MaxInFlight int
 	// MaxQueue is how many more requests may wait for a run slot (default
-	// 4*MaxInFlight); beyond it the server answers 503 with Retry-After: 1.
+	// DefaultMaxQueue(MaxInFlight)); beyond it the server answers 503 with Retry-After: 1.
 	// A negative value means no queue at all.
 	MaxQueue int
 	// MaxBodyBytes bounds a request body (default 32 MiB); larger bodies
@@ -52,6 +52,14 @@ type ServerOptions struct {
 	// Logger receives one debug line per request (default: discard).
 	Logger *slog.Logger
 }
+
+// verlMaxConcurrent is verl's default reward_model.sandbox_fusion.max_concurrent.
+const verlMaxConcurrent = 64
+
+// DefaultMaxQueue is the queue behind maxInFlight running requests: four
+// per slot, and never fewer than verl's default concurrency, since verl's
+// client scores a 503 as -1 at once instead of retrying.
+func DefaultMaxQueue(maxInFlight int) int { return max(4*maxInFlight, verlMaxConcurrent) }
 
 // Server answers SandboxFusion's HTTP API (POST /run_code) with a
 // sandboxclient.Client, so that verl's own client can use verl-score's
@@ -72,7 +80,7 @@ func NewServer(c sandboxclient.Client, opts ServerOptions) *Server {
 	}
 	switch {
 	case opts.MaxQueue == 0:
-		opts.MaxQueue = 4 * opts.MaxInFlight
+		opts.MaxQueue = DefaultMaxQueue(opts.MaxInFlight)
 	case opts.MaxQueue < 0:
 		opts.MaxQueue = 0
 	}
