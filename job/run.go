@@ -135,11 +135,18 @@ func Run(ctx context.Context, client sandboxclient.Client, opts Options) (*Summa
 	p := &pipeline{opts: opts, w: w, cw: cw, jr: jr, done: done, slotOf: map[int64]slot{}, sum: newSummary(opts.Input, opts.Output, opts.MaskInfra)}
 	in := make(chan score.Solution, 64)
 	readErr := make(chan error, 1)
+	// The reader stops with ctx, or when the engine gives up (a write
+	// failed): nothing more would be kept.
+	feedCtx, stopFeed := context.WithCancel(ctx)
+	defer stopFeed()
 	go func() {
 		defer close(in)
-		readErr <- p.feed(ctx, rd, in)
+		readErr <- p.feed(feedCtx, rd, in)
 	}()
 	runErr := eng.Run(ctx, opts.Abort, in, p.collect)
+	if runErr != nil {
+		stopFeed()
+	}
 	rerr := <-readErr
 	if runErr == nil {
 		runErr = p.err

@@ -224,8 +224,6 @@ type solState struct {
 // not sent and their solutions come back with Aborted set, while the
 // requests in flight run to their end unless abort is closed too (then
 // they are cancelled). Pass a nil abort to never cancel requests.
-// results come back with Aborted set. To stop gracefully, stop sending and
-// close in; what was received is finished.
 func (e *Engine) Run(ctx context.Context, abort <-chan struct{}, in <-chan Solution, emit func(*Result) error) error {
 	reqCtx, cancelReqs := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelReqs()
