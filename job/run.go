@@ -392,6 +392,9 @@ func (p *pipeline) rowFinishedLocked(bs *batchState, i int, rec *rowRecord, from
 	p.rowsDone++
 	if fromJournal {
 		p.sum.Resumed++
+		for _, r := range rec.Responses {
+			p.sum.resumedCases += len(r.Verdicts)
+		}
 		return nil
 	}
 	return p.jr.write(rec)

@@ -20,7 +20,10 @@ type Summary struct {
 	Overall     *Group            `json:"overall"`
 	BySource    map[string]*Group `json:"by_data_source"`
 	Resumed     int               `json:"rows_resumed"`
-	order       []string
+	// resumedCases are the cases of the rows taken from the journal: they
+	// were not run by this process and do not count in CasesPerSec.
+	resumedCases int
+	order        []string
 }
 
 // Group aggregates the responses of one data source (or all).
@@ -137,7 +140,7 @@ func (s *Summary) finish(wall time.Duration) {
 		g.finish()
 	}
 	if s.WallSeconds > 0 {
-		s.CasesPerSec = float64(s.Overall.Cases) / s.WallSeconds
+		s.CasesPerSec = float64(s.Overall.Cases-s.resumedCases) / s.WallSeconds
 	}
 	sort.Strings(s.order)
 }
@@ -224,7 +227,7 @@ func (s *Summary) WriteTable(w io.Writer) {
 		row("overall", s.Overall)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "%d cases in %.1fs (%.1f cases/s)", s.Overall.Cases, s.WallSeconds, s.CasesPerSec)
+	fmt.Fprintf(w, "%d cases in %.1fs (%.1f cases/s)", s.Overall.Cases-s.resumedCases, s.WallSeconds, s.CasesPerSec)
 	if s.Overall.Masked > 0 {
 		fmt.Fprintf(w, "; %d responses with infrastructure errors left out of the means", s.Overall.Masked)
 	}
