@@ -78,7 +78,7 @@ func Run(ctx context.Context, client sandboxclient.Client, opts Options) (*Summa
 	}
 	fp := fingerprint(opts.Engine.Mode, opts.Engine.Language, opts.Engine.Extract, opts.Engine.Timeout,
 		opts.Engine.MemoryLimitMB, opts.Reader.ResponseKey, opts.Reader.DataSourceKey, opts.Reader.GroundTruthKey,
-		opts.DataSource, opts.CasesOut != "")
+		opts.Reader.LanguageKey, opts.DataSource, opts.CasesOut != "")
 	jpath := JournalPath(opts.Output)
 
 	done := map[int]*rowRecord{}
