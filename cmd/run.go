@@ -69,7 +69,7 @@ prints the command that resumes it.` + exitHelp,
 		},
 	}
 	f := c.Flags()
-	f.StringVarP(&opts.output, "output", "o", "", "output file, .parquet or .jsonl (default: INPUT with .scored before the extension)")
+	f.StringVarP(&opts.output, "output", "o", "", "output file, .parquet or .jsonl, or - for JSONL on stdout (default: INPUT with .scored before the extension)")
 	f.StringVar(&opts.casesOut, "cases-out", "", "also write one JSON line per case with its metadata")
 	f.StringVar(&opts.summary, "summary", "", "also write the summary as JSON to this file")
 	f.BoolVar(&opts.json, "json", false, "print the summary as JSON on stdout instead of a table")
@@ -128,8 +128,13 @@ func runRun(c *cobra.Command, opts *runOptions) error {
 	if opts.quiet {
 		mode = job.ProgressOff
 	}
+	// With the data on stdout, the summary goes to stderr.
+	sumOut := opts.streams.Out
+	if output == "-" {
+		sumOut = errOut
+	}
 	jo := job.Options{
-		Input: opts.input, Stdin: opts.streams.In, Output: output, CasesOut: opts.casesOut, Summary: opts.summary,
+		Input: opts.input, Stdin: opts.streams.In, Output: output, Stdout: opts.streams.Out, CasesOut: opts.casesOut, Summary: opts.summary,
 		Reader: sc.reader, Engine: sc.engine, DataSource: cfg.DataSource, MaskInfra: cfg.InfraErrors == "mask",
 		MaxText: cfg.CasesOutMaxText, Resume: opts.resume, Abort: abortChan(ctx), Warn: sc.warn,
 		OnEngine: func(e *score.Engine) { reporter = job.StartProgress(errOut, mode, e, 5*time.Second) },
@@ -140,11 +145,11 @@ func runRun(c *cobra.Command, opts *runOptions) error {
 	}
 	if sum != nil && (err == nil || errors.Is(err, job.ErrInterrupted)) {
 		if opts.json {
-			if jerr := writeJSON(opts.streams.Out, sum); jerr != nil {
+			if jerr := writeJSON(sumOut, sum); jerr != nil {
 				return jerr
 			}
 		} else {
-			sum.WriteTable(opts.streams.Out)
+			sum.WriteTable(sumOut)
 		}
 	}
 	if errors.Is(err, job.ErrInterrupted) {

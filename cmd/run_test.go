@@ -148,3 +148,31 @@ func TestConfigCommandShowsSources(t *testing.T) {
 }
 
 func tail(s string) string { return s[max(0, len(s)-300):] }
+
+// TestRunStdinToStdout pipes JSONL through: rows on stdout, the summary
+// on stderr.
+func TestRunStdinToStdout(t *testing.T) {
+	srv := sandboxServer(t, 0, nil)
+	rows := `{"data_source":"x","responses":["` + "```python\\nprint(input())\\n```" + `"],"reward_model":{"ground_truth":"{\"inputs\":[\"7\"],\"outputs\":[\"7\"]}"}}` + "\n" +
+		`{"data_source":"x","responses":["no code"],"reward_model":{"ground_truth":"{\"inputs\":[\"7\"],\"outputs\":[\"7\"]}"}}` + "\n"
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), []string{"run", "-", "-o", "-", "-q", "--sandbox-url", srv.URL}, Streams{In: strings.NewReader(rows), Out: &out, ErrOut: &errb})
+	if code != ExitOK {
+		t.Fatalf("got exit %d: %s", code, errb.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("got %d lines on stdout, want 2:\n%s", len(lines), out.String())
+	}
+	for i, want := range []string{`"reward":[1.0]`, `"reward_error":["Invalid completion (missing code block)"]`} {
+		if !strings.Contains(lines[i], want) {
+			t.Errorf("line %d lacks %s: %s", i+1, want, lines[i])
+		}
+	}
+	if !strings.Contains(errb.String(), "overall") && !strings.Contains(errb.String(), "cases in") {
+		t.Errorf("the summary is not on stderr: %q", errb.String())
+	}
+	if code, _, stderr := run(context.Background(), "run", "-", "-o", "-", "--resume"); code != ExitFailed || !strings.Contains(stderr, "cannot be resumed") {
+		t.Errorf("resume to stdout: got exit %d, %q; want a refusal", code, stderr)
+	}
+}

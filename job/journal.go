@@ -105,7 +105,11 @@ func createJournal(path string, hdr journalHeader, keep map[int]*rowRecord) (*jo
 	return j, nil
 }
 
+// A nil journal (output to stdout) keeps nothing.
 func (j *journal) write(v any) error {
+	if j == nil {
+		return nil
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("journal: %w", err)
@@ -118,6 +122,9 @@ func (j *journal) write(v any) error {
 }
 
 func (j *journal) sync() error {
+	if j == nil {
+		return nil
+	}
 	if err := j.w.Flush(); err != nil {
 		return fmt.Errorf("journal %s: %w", j.path, err)
 	}
@@ -125,6 +132,9 @@ func (j *journal) sync() error {
 }
 
 func (j *journal) close() error {
+	if j == nil {
+		return nil
+	}
 	err := j.sync()
 	if cerr := j.f.Close(); err == nil {
 		err = cerr

@@ -25,7 +25,8 @@ import (
 type Options struct {
 	Input    string // path, directory or "-"
 	Stdin    io.Reader
-	Output   string // .parquet or .jsonl
+	Output   string // .parquet or .jsonl; "-" writes JSONL to Stdout (no journal)
+	Stdout   io.Writer
 	CasesOut string // optional per-case JSONL
 	Summary  string // optional summary JSON
 
@@ -80,6 +81,10 @@ func Run(ctx context.Context, client sandboxclient.Client, opts Options) (*Summa
 		opts.Engine.MemoryLimitMB, opts.Reader.ResponseKey, opts.Reader.DataSourceKey, opts.Reader.GroundTruthKey,
 		opts.Reader.LanguageKey, opts.DataSource, opts.CasesOut != "")
 	jpath := JournalPath(opts.Output)
+	toStdout := opts.Output == "-"
+	if toStdout && (opts.Resume || opts.Stdout == nil) {
+		return nil, errors.New("output - (stdout) keeps no journal, so it cannot be resumed")
+	}
 
 	done := map[int]*rowRecord{}
 	if opts.Resume {
@@ -91,7 +96,7 @@ func Run(ctx context.Context, client sandboxclient.Client, opts Options) (*Summa
 			return nil, err
 		}
 		done = rows
-	} else if _, err := os.Stat(jpath); err == nil {
+	} else if _, err := os.Stat(jpath); err == nil && !toStdout {
 		return nil, fmt.Errorf("%s exists: an earlier run into %s was interrupted; pass --resume to continue it, or delete the journal", jpath, opts.Output)
 	}
 
@@ -101,8 +106,10 @@ func Run(ctx context.Context, client sandboxclient.Client, opts Options) (*Summa
 	}
 	defer rd.Close()
 
-	w, err := rollout.Create(opts.Output, rd)
-	if err != nil {
+	var w rollout.Writer
+	if toStdout {
+		w = rollout.NewJSONLWriter(opts.Stdout)
+	} else if w, err = rollout.Create(opts.Output, rd); err != nil {
 		return nil, err
 	}
 	committed := false
@@ -118,11 +125,14 @@ func Run(ctx context.Context, client sandboxclient.Client, opts Options) (*Summa
 		}
 		defer cw.abort()
 	}
-	jr, err := createJournal(jpath, journalHeader{Version: journalVersion, Input: opts.Input, Fingerprint: fp}, done)
-	if err != nil {
-		return nil, err
+	var jr *journal
+	if !toStdout {
+		jr, err = createJournal(jpath, journalHeader{Version: journalVersion, Input: opts.Input, Fingerprint: fp}, done)
+		if err != nil {
+			return nil, err
+		}
+		defer jr.f.Close()
 	}
-	defer jr.f.Close()
 
 	eng, err := score.New(client, opts.Engine)
 	if err != nil {
@@ -183,8 +193,14 @@ func Run(ctx context.Context, client sandboxclient.Client, opts Options) (*Summa
 			return p.sum, err
 		}
 	}
+	if interrupted && toStdout {
+		return p.sum, fmt.Errorf("%w after %d rows (written to stdout; no journal)", ErrInterrupted, p.rowsDone)
+	}
 	if interrupted {
 		return p.sum, fmt.Errorf("%w after %d rows; the journal %s allows --resume", ErrInterrupted, p.rowsDone, jpath)
+	}
+	if toStdout {
+		return p.sum, nil
 	}
 	if err := os.Remove(jpath); err != nil {
 		return p.sum, fmt.Errorf("remove journal: %w", err)
