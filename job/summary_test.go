@@ -1,0 +1,82 @@
+package job
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+func TestPassAtK(t *testing.T) {
+	tests := []struct {
+		n, c, k int
+		want    float64
+	}{
+		{4, 0, 1, 0},
+		{4, 1, 1, 0.25},
+		{4, 1, 2, 0.5}, // 1 - C(3,2)/C(4,2) = 1 - 3/6
+		{4, 2, 2, 5.0 / 6},
+		{4, 3, 2, 1},
+		{8, 1, 8, 1},
+	}
+	for _, tt := range tests {
+		if got := passAtK(tt.n, tt.c, tt.k); math.Abs(got-tt.want) > 1e-12 {
+			t.Errorf("passAtK(%d, %d, %d): got %v, want %v", tt.n, tt.c, tt.k, got, tt.want)
+		}
+	}
+}
+
+func resp(reward float64, verdicts ...int8) responseRecord {
+	r := responseRecord{Reward: reward, Verdicts: verdicts, Requests: len(verdicts)}
+	for _, v := range verdicts {
+		if v == -1 {
+			r.Infra = true
+		}
+	}
+	return r
+}
+
+// TestSummaryMeansAndMask: verl's test_score is the mean over prompts of
+// the mean of their responses; mask leaves responses with -1 verdicts out.
+func TestSummaryMeansAndMask(t *testing.T) {
+	rows := []*rowRecord{
+		{Index: 0, DataSource: "a", Responses: []responseRecord{resp(1, 1, 1), resp(0, 0, 1)}},     // prompt mean 0.5
+		{Index: 1, DataSource: "a", Responses: []responseRecord{resp(0.5, 1, -1), resp(1, 1, 1)}},  // 0.75; masked: 1
+		{Index: 2, DataSource: "b", Responses: []responseRecord{resp(0, -1, -1), resp(0, -1, -1)}}, // 0; masked: left out
+		{Index: 3, DataSource: "b", Responses: []responseRecord{resp(0.25, -2, 1, 0, -3)}},         // 0.25
+	}
+	for _, tt := range []struct {
+		mask                  bool
+		overall, a, b, pass1a float64
+		masked                int
+	}{
+		{false, (0.5 + 0.75 + 0 + 0.25) / 4, 0.625, 0.125, 0.5, 0},
+		{true, (0.5 + 1 + 0.25) / 3, 0.75, 0.25, (0.5 + 1) / 2, 3},
+	} {
+		s := newSummary("in", "out", tt.mask)
+		for _, r := range rows {
+			s.add(r, tt.mask)
+		}
+		s.finish(time.Second)
+		if got := s.Overall.MeanScore; math.Abs(got-tt.overall) > 1e-12 {
+			t.Errorf("mask %v: overall mean got %v, want %v", tt.mask, got, tt.overall)
+		}
+		if got := s.BySource["a"].MeanScore; math.Abs(got-tt.a) > 1e-12 {
+			t.Errorf("mask %v: source a got %v, want %v", tt.mask, got, tt.a)
+		}
+		if got := s.BySource["b"].MeanScore; math.Abs(got-tt.b) > 1e-12 {
+			t.Errorf("mask %v: source b got %v, want %v", tt.mask, got, tt.b)
+		}
+		if got := s.BySource["a"].PassAtK["pass@1"]; math.Abs(got-tt.pass1a) > 1e-12 {
+			t.Errorf("mask %v: source a pass@1 got %v, want %v", tt.mask, got, tt.pass1a)
+		}
+		if s.Overall.Masked != tt.masked {
+			t.Errorf("mask %v: got %d masked, want %d", tt.mask, s.Overall.Masked, tt.masked)
+		}
+		if s.Overall.InfraResponses != 3 || math.Abs(s.Overall.InfraErrorRate-3.0/7) > 1e-12 {
+			t.Errorf("mask %v: got %d infra responses (rate %v), want 3 (3/7)", tt.mask, s.Overall.InfraResponses, s.Overall.InfraErrorRate)
+		}
+		if s.Overall.Verdicts["True"] != 7 || s.Overall.Verdicts["-1"] != 5 || s.Overall.Verdicts["-3"] != 1 {
+			t.Errorf("mask %v: verdict counts %v", tt.mask, s.Overall.Verdicts)
+		}
+	}
+}
