@@ -440,14 +440,12 @@ func (e *Engine) send(ctx context.Context, st *solState, i int) {
 	defer st.pending.Done()
 	resp, err := e.client.Run(ctx, e.request(st, i))
 	e.progress.InFlight.Add(-1)
-	e.lim.release()
 	cr := e.judge(st, i, resp, err)
 	e.progress.CasesDone.Add(1)
 	if cr.Infra {
 		e.progress.InfraErrs.Add(1)
 	}
 	st.mu.Lock()
-	defer st.mu.Unlock()
 	st.res.Cases[i] = cr
 	st.res.Requests++
 	if cr.Attempts > 1 {
@@ -459,6 +457,10 @@ func (e *Engine) send(ctx context.Context, st *solState, i int) {
 	if ctx.Err() != nil && cr.Status == sandboxclient.CaseAPIError {
 		st.res.Aborted = true
 	}
+	st.mu.Unlock()
+	// The slot is freed only now, so that a compile error is known before
+	// the next case of this solution can take it.
+	e.lim.release()
 }
 
 // waitAndFinish completes st once its in-flight cases return, without
