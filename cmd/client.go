@@ -26,9 +26,9 @@ func sandboxClient(cfg *config.Config, warn io.Writer) (sandboxclient.Client, st
 		}
 		return c, "SandboxFusion at " + c.URL(), c.CloseIdleConnections, nil
 	}
-	iso := sandbox.IsolationAuto
-	if cfg.LocalIsolation == "none" {
-		iso = sandbox.IsolationNone
+	iso, err := sandbox.ParseIsolation(cfg.LocalIsolation)
+	if err != nil {
+		return nil, "", nil, err
 	}
 	l, err := sandbox.New(sandbox.Options{Concurrency: cfg.LocalConcurrency, Isolation: iso, Warn: warn})
 	if err != nil {

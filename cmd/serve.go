@@ -100,13 +100,8 @@ and keep reward_model.sandbox_fusion.max_concurrent at or below
 			default:
 				return usageErrorf("--log-level must be info or debug, got %q", logLevel)
 			}
-			switch isolation {
-			case "auto":
-				opts.Isolation = sandbox.IsolationAuto
-			case "none":
-				opts.Isolation = sandbox.IsolationNone
-			default:
-				return usageErrorf("--isolation must be auto or none, got %q", isolation)
+			if opts.Isolation, err = sandbox.ParseIsolation(isolation); err != nil {
+				return usageErrorf("--%w", err)
 			}
 			if opts.ShutdownTimeout <= 0 {
 				return usageErrorf("--shutdown-timeout must be positive, got %s", opts.ShutdownTimeout)

@@ -103,8 +103,25 @@ type parquetReader struct {
 	nextIndex int
 }
 
+// openArrowFile opens a parquet file for reading as Arrow record batches of
+// batchRows rows, with its Arrow schema. The caller closes pf.
+func openArrowFile(path string, batchRows int) (pf *file.Reader, fr *pqarrow.FileReader, schema *arrow.Schema, err error) {
+	if pf, err = file.OpenParquetFile(path, false); err != nil {
+		return nil, nil, nil, err
+	}
+	fr, err = pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(batchRows)}, memory.DefaultAllocator)
+	if err == nil {
+		schema, err = fr.Schema()
+	}
+	if err != nil {
+		pf.Close()
+		return nil, nil, nil, err
+	}
+	return pf, fr, schema, nil
+}
+
 func openParquet(path string, opts Options) (_ *parquetReader, err error) {
-	pf, err := file.OpenParquetFile(path, false)
+	pf, fr, schema, err := openArrowFile(path, opts.BatchRows)
 	if err != nil {
 		return nil, fmt.Errorf("open parquet %s: %w", path, err)
 	}
@@ -113,14 +130,6 @@ func openParquet(path string, opts Options) (_ *parquetReader, err error) {
 			pf.Close()
 		}
 	}()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(opts.BatchRows)}, memory.DefaultAllocator)
-	if err != nil {
-		return nil, fmt.Errorf("open parquet %s: %w", path, err)
-	}
-	schema, err := fr.Schema()
-	if err != nil {
-		return nil, fmt.Errorf("open parquet %s: schema: %w", path, err)
-	}
 	r := &parquetReader{path: path, pf: pf, schema: schema, opts: opts}
 	if err := r.resolve(); err != nil {
 		return nil, err

@@ -12,7 +12,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
@@ -169,7 +168,7 @@ type scoredParquet struct {
 }
 
 func openScoredParquet(path string, opts Options) (_ *scoredParquet, err error) {
-	pf, err := file.OpenParquetFile(path, false)
+	pf, fr, schema, err := openArrowFile(path, opts.BatchRows)
 	if err != nil {
 		return nil, fmt.Errorf("open scored output %s: %w", path, err)
 	}
@@ -178,14 +177,6 @@ func openScoredParquet(path string, opts Options) (_ *scoredParquet, err error) 
 			pf.Close()
 		}
 	}()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(opts.BatchRows)}, memory.DefaultAllocator)
-	if err != nil {
-		return nil, fmt.Errorf("open scored output %s: %w", path, err)
-	}
-	schema, err := fr.Schema()
-	if err != nil {
-		return nil, fmt.Errorf("open scored output %s: %w", path, err)
-	}
 	s := &scoredParquet{path: path, pf: pf}
 	for k, name := range ResultColumns {
 		idx := schema.FieldIndices(name)

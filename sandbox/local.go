@@ -46,6 +46,17 @@ const (
 	IsolationNone
 )
 
+// ParseIsolation reads an isolation mode by name: "auto" or "none".
+func ParseIsolation(name string) (IsolationMode, error) {
+	switch name {
+	case "auto":
+		return IsolationAuto, nil
+	case "none":
+		return IsolationNone, nil
+	}
+	return 0, fmt.Errorf("isolation must be auto or none, got %q", name)
+}
+
 // DefaultMaxOutputBytes is how much of each of stdout and stderr a run keeps.
 const DefaultMaxOutputBytes = 1 << 20
 
