@@ -119,7 +119,7 @@ and keep reward_model.sandbox_fusion.max_concurrent at or below
 	f.StringVar(&maxBody, "max-body", "32MiB", "largest request body accepted (bytes, or with a KiB/MiB/GiB suffix); larger gets 413")
 	f.DurationVar(&opts.ShutdownTimeout, "shutdown-timeout", sandbox.DefaultShutdownTimeout, "how long a shutdown waits for runs in progress")
 	f.StringVar(&logLevel, "log-level", "info", "info, or debug for one line per request")
-	f.StringVar(&isolation, "isolation", "auto", "auto: every protection the host allows (see verl-score doctor); none: resource limits only")
+	f.StringVar(&isolation, "isolation", "auto", "auto: every protection the host allows (see verl-score doctor); basic: per-run user and no network, but the host's files visible; none: resource limits only")
 	return c
 }
 

@@ -71,7 +71,7 @@ func Settings() []Setting {
 		{"retry_overload", "retry-overload", true, "retry 429, 503 and refused/reset connections with backoff"},
 		{"retry_sandbox_errors", "retry-sandbox-errors", 1, "attempts in all for a SandboxError answer (1 = no retry, as verl)"},
 		{"local_concurrency", "local-concurrency", runtime.NumCPU(), "programs run at once by the embedded sandbox"},
-		{"isolation", "isolation", "auto", "embedded sandbox isolation: auto (all the kernel allows) or none"},
+		{"isolation", "isolation", "auto", "embedded sandbox isolation: auto (all the kernel allows), basic (no filesystem view, PID or IPC namespace per run) or none"},
 	}
 }
 
@@ -188,7 +188,7 @@ func (c *Config) Validate() error {
 	oneOf("mode", c.Mode, "auto", "continuous", "all")
 	oneOf("extract", c.Extract, "verl", "prime")
 	oneOf("infra_errors", c.InfraErrors, "score", "mask")
-	oneOf("isolation", c.LocalIsolation, "auto", "none")
+	oneOf("isolation", c.LocalIsolation, "auto", "basic", "none")
 	return errors.Join(errs...)
 }
 

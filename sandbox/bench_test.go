@@ -107,3 +107,49 @@ func BenchmarkCppCompileOnce(b *testing.B) {
 	b.ReportMetric(float64(cases)/time.Since(start).Seconds(), "cases/s")
 	b.ReportMetric(float64(st.Compiles)/float64(b.N), "compiles/solution")
 }
+
+// BenchmarkContainmentCost runs the same trivial cases through a Local with
+// the full containment (a filesystem view, PID, IPC and network namespaces
+// per run) and through one with the basic containment (per-run user and
+// network namespace only), interleaved, and reports the per-case cost of
+// each and their ratio, for Python and for a compiled C++ program.
+func BenchmarkContainmentCost(b *testing.B) {
+	full := newLocal(b, Options{})
+	basic := newLocal(b, Options{Isolation: IsolationBasic})
+	if !full.iso.contained {
+		b.Skip("no filesystem view on this host")
+	}
+	in := "1 2"
+	reqs := map[string]*sandboxclient.Request{
+		"python": {Language: "python", Code: "a, b = map(int, input().split())\nprint(a + b)", Stdin: &in, RunTimeout: 10, MemoryLimitMB: 1024},
+		"cpp": {Language: "cpp", Code: "#include <iostream>\nint main(){long a,b;std::cin>>a>>b;std::cout<<a+b<<std::endl;}\n",
+			Stdin: &in, CompileTimeout: 60, RunTimeout: 10, MemoryLimitMB: 1024},
+	}
+	for lang, req := range reqs {
+		if full.tools[languages[lang].programs[0]] == "" {
+			continue
+		}
+		b.Run(lang, func(b *testing.B) {
+			var fullT, basicT time.Duration
+			one := func(l *Local) time.Duration {
+				start := time.Now()
+				resp, err := l.Run(context.Background(), req)
+				if err != nil || resp.RunResult == nil || resp.RunResult.Stdout != "3\n" {
+					b.Fatalf("got %s", respText(resp, err))
+				}
+				return time.Since(start)
+			}
+			one(full) // compile once in each
+			one(basic)
+			b.ResetTimer()
+			for range b.N {
+				fullT += one(full)
+				basicT += one(basic)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(fullT.Microseconds())/float64(b.N), "µs/case-contained")
+			b.ReportMetric(float64(basicT.Microseconds())/float64(b.N), "µs/case-basic")
+			b.ReportMetric(fullT.Seconds()/basicT.Seconds(), "ratio")
+		})
+	}
+}

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -175,14 +176,27 @@ func Toolchains() []Toolchain {
 // Protections reports which containment measures this host allows the
 // local sandbox, for `verl-score doctor`.
 func Protections() []Protection {
-	iso := probeIsolation(IsolationAuto)
-	_, rootOnly := findTools(iso.perRunUser)
+	var iso isolation
+	var rootOnly map[string]bool
+	viewErr := "needs mount and PID namespaces"
+	// A real sandbox, so that the view is proved by a step, as run does.
+	var notes strings.Builder
+	if l, err := New(Options{Warn: &notes, Concurrency: 1}); err == nil {
+		iso, rootOnly = l.iso, l.rootOnly
+		l.Close()
+	} else {
+		iso = probeIsolation(IsolationAuto)
+		_, rootOnly = findTools(iso.perRunUser)
+	}
+	if i := strings.Index(notes.String(), "filesystem view of its own per run"); i >= 0 {
+		viewErr = strings.TrimSpace(notes.String()[i:])
+	}
 	var unreachable []string
 	for _, t := range toolOrder {
 		if !rootOnly[t.prog] {
 			continue
 		}
-		if t.prog == "rustc" {
+		if t.prog == "rustc" && !iso.contained {
 			if f := openSysroot(resolveTool("rustc")); f != nil {
 				f.Close() // reached through an open directory instead
 				continue
@@ -203,6 +217,14 @@ func Protections() []Protection {
 			Detail: pick(iso.perRunUser, "per step user", "needs a per-run user")},
 		{Name: "network namespace", Available: iso.netns,
 			Detail: pick(iso.netns, "steps have no network", "the kernel refused a new network namespace")},
+		{Name: "filesystem view", Available: iso.contained,
+			Detail: pick(iso.contained, "a mount namespace per step: toolchains read-only, a "+fmt.Sprint(viewSizeMB)+
+				" MiB tmpfs for its directory and /tmp, no host path (input, output, project, /root) visible", viewErr)},
+		{Name: "PID namespace", Available: iso.contained,
+			Detail: pick(iso.contained, "a step sees only its own processes; its init reaps them and the kernel kills what is left when it ends",
+				"needs the filesystem view; leftover processes are found by user instead")},
+		{Name: "IPC namespace", Available: iso.contained,
+			Detail: pick(iso.contained, "the System V shared memory, semaphores and message queues of a step vanish with it", "needs the filesystem view")},
 	}
 	if len(unreachable) > 0 {
 		ps = append(ps, Protection{Name: "unprivileged toolchains", Available: false,

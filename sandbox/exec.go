@@ -30,8 +30,14 @@ type stepSpec struct {
 	// ownTree: hand over everything under owned, not just the directory
 	// (a build directory, where the compiler overwrites its outputs).
 	ownTree bool
-	// extraFiles are passed to the process as fds 3, 4, ...
+	// extraFiles are passed to the process as fds 3, 4, ... (steps
+	// without a view of their own only)
 	extraFiles []*os.File
+	// view is what a contained step adds to the common view; dir, argv
+	// and env are then paths inside it.
+	view viewStep
+	// fetch (steps without a view) names files under dir read back.
+	fetch []string
 }
 
 func (s *stepSpec) chownOwned(uid int) error {
@@ -43,12 +49,16 @@ func (s *stepSpec) chownOwned(uid int) error {
 
 // isolation is what the host allows, probed once by New.
 type isolation struct {
-	perRunUser bool   // root: each step runs as a user of its own
-	netns      bool   // each step gets an empty network namespace
-	userns     bool   // the network namespace needs a user namespace (not root)
-	nprocFlag  string // the wrapper shell's ulimit flag for processes ("" if none)
-	stackHard  int64  // hard stack limit in bytes (-1 = unlimited)
-	notes      []string
+	perRunUser bool // root: each step runs as a user of its own
+	netns      bool // each step gets an empty network namespace
+	userns     bool // the namespaces need a user namespace (not root)
+	// contained: each step runs under an init of its own in new mount,
+	// PID, IPC and UTS namespaces too, and sees only its view.
+	contained bool
+	selfExe   string // the executable that becomes the init
+	nprocFlag string // the wrapper shell's ulimit flag for processes ("" if none)
+	stackHard int64  // hard stack limit in bytes (-1 = unlimited)
+	notes     []string
 }
 
 const wrapperShell = "/bin/sh"
@@ -90,6 +100,16 @@ func probeIsolation(mode IsolationMode) isolation {
 	}
 	if !iso.netns {
 		iso.notes = append(iso.notes, "running without network protection: the kernel refused a new network namespace")
+	} else if mode == IsolationBasic {
+		iso.notes = append(iso.notes, "isolation basic: runs have no filesystem view, PID or IPC namespace of their own")
+	} else {
+		// New derives the view and proves it works; here only whether the
+		// init can be started at all.
+		if exe, err := os.Executable(); err == nil {
+			iso.contained, iso.selfExe = true, exe
+		} else {
+			iso.notes = append(iso.notes, "running without a filesystem view of its own per run: cannot find this executable: "+err.Error())
+		}
 	}
 	if iso.nprocFlag == "" && iso.perRunUser {
 		iso.notes = append(iso.notes, "running without a process-count limit: "+wrapperShell+" has no ulimit flag for it")
@@ -176,51 +196,73 @@ func (l *Local) env(home string, extra func(*Local) []string) []string {
 
 // runStep runs one process to completion or timeout under the Local's
 // concurrency limit. An error means the sandbox failed, not the program.
-func (l *Local) runStep(ctx context.Context, s stepSpec) (*sandboxclient.StepResult, error) {
+func (l *Local) runStep(ctx context.Context, s stepSpec) (*sandboxclient.StepResult, map[string]string, error) {
 	select {
 	case l.sem <- struct{}{}:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, nil, ctx.Err()
 	}
 	defer func() { <-l.sem }()
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 
 	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	var uid uint32
+	uid := -1
 	perUser := l.iso.perRunUser && !s.asRoot
 	if perUser {
-		uid = stepUIDs.get()
-		defer stepUIDs.put(uid)
-		attr.Credential = &syscall.Credential{Uid: uid, Gid: uid}
+		u := stepUIDs.get()
+		defer stepUIDs.put(u)
+		uid = int(u)
 		if s.owned != "" {
-			if err := s.chownOwned(int(uid)); err != nil {
-				return nil, fmt.Errorf("hand directory to step user: %w", err)
+			if err := s.chownOwned(uid); err != nil {
+				return nil, nil, fmt.Errorf("hand directory to step user: %w", err)
 			}
 		}
 	}
-	if l.iso.netns {
+	contained := l.iso.contained
+	if !contained && perUser {
+		attr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}
+	}
+	if l.iso.netns || contained {
 		attr.Cloneflags = syscall.CLONE_NEWNET
+		if contained {
+			attr.Cloneflags |= syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
+		}
 		if l.iso.userns {
+			// One user: ours, root inside, so that the init may mount.
+			inner := os.Getuid()
+			if contained {
+				inner = 0
+			}
 			attr.Cloneflags |= syscall.CLONE_NEWUSER
-			attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
-			attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
+			attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: inner, HostID: os.Getuid(), Size: 1}}
+			attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: inner, HostID: os.Getgid(), Size: 1}}
 		}
 	}
 
 	argv := l.wrap(s.argv, s.lim)
-	cmd := &exec.Cmd{Path: argv[0], Args: argv, Dir: s.dir, Env: s.env, SysProcAttr: attr, ExtraFiles: s.extraFiles}
+	var cmd *exec.Cmd
+	var report *initReport
+	if contained {
+		var err error
+		if cmd, report, err = l.initCommand(&s, uid, argv, attr); err != nil {
+			return nil, nil, err
+		}
+		defer report.close()
+	} else {
+		cmd = &exec.Cmd{Path: argv[0], Args: argv, Dir: s.dir, Env: s.env, SysProcAttr: attr, ExtraFiles: s.extraFiles}
+	}
 
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		return nil, fmt.Errorf("create pipe: %w", err)
+		return nil, nil, fmt.Errorf("create pipe: %w", err)
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		outR.Close()
 		outW.Close()
-		return nil, fmt.Errorf("create pipe: %w", err)
+		return nil, nil, fmt.Errorf("create pipe: %w", err)
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
 	var inW *os.File
@@ -231,7 +273,7 @@ func (l *Local) runStep(ctx context.Context, s stepSpec) (*sandboxclient.StepRes
 			outW.Close()
 			errR.Close()
 			errW.Close()
-			return nil, fmt.Errorf("create pipe: %w", err)
+			return nil, nil, fmt.Errorf("create pipe: %w", err)
 		}
 		cmd.Stdin = inR
 	}
@@ -240,14 +282,20 @@ func (l *Local) runStep(ctx context.Context, s stepSpec) (*sandboxclient.StepRes
 	err = cmd.Start()
 	outW.Close()
 	errW.Close()
+	if report != nil {
+		report.started(err == nil)
+	}
 	if err != nil {
 		outR.Close()
 		errR.Close()
 		if inW != nil {
 			inW.Close()
 		}
+		if contained {
+			return nil, nil, fmt.Errorf("start the step's init: %w", err)
+		}
 		// The server reports a step it could not start as status Error.
-		return &sandboxclient.StepResult{Status: sandboxclient.StepError, Stderr: "exception on running command: " + err.Error()}, nil
+		return &sandboxclient.StepResult{Status: sandboxclient.StepError, Stderr: "exception on running command: " + err.Error()}, nil, nil
 	}
 	if c, ok := cmd.Stdin.(*os.File); ok {
 		c.Close()
@@ -276,6 +324,17 @@ func (l *Local) runStep(ctx context.Context, s stepSpec) (*sandboxclient.StepRes
 		state, waitErr = cmd.Process.Wait()
 		close(done)
 	}()
+	// A contained step's clock starts when its init starts the program,
+	// not while it builds the view.
+	if report != nil {
+		select {
+		case <-report.startedC:
+			start = l.now()
+		case <-done:
+		case <-ctx.Done():
+		case <-time.After(initSetupTimeout):
+		}
+	}
 	timer := time.NewTimer(s.timeout)
 	defer timer.Stop()
 	timedOut, cancelled := false, false
@@ -288,13 +347,14 @@ func (l *Local) runStep(ctx context.Context, s stepSpec) (*sandboxclient.StepRes
 	}
 	elapsed := l.now().Sub(start)
 	// Whatever happened, nothing of the step may live on: the group first,
-	// then (as a user of its own) everything that user still runs.
+	// then (as a user of its own) everything that user still runs. A
+	// contained step's namespace dies with its init.
 	syscall.Kill(-pgid, syscall.SIGKILL)
 	<-done
 	syscall.Kill(-pgid, syscall.SIGKILL)
-	if perUser {
-		killUser(uid)
-		removeUserFiles(uid, l.opts.TempDir)
+	if perUser && !contained {
+		killUser(uint32(uid))
+		removeUserFiles(uint32(uid), l.opts.TempDir)
 	}
 	// Output and input pipes end when the last holder dies; a holder that
 	// escaped (possible only without a user of its own) cannot stall us.
@@ -309,10 +369,10 @@ func (l *Local) runStep(ctx context.Context, s stepSpec) (*sandboxclient.StepRes
 	errR.Close()
 
 	if cancelled {
-		return nil, ctx.Err()
+		return nil, nil, ctx.Err()
 	}
 	if waitErr != nil {
-		return nil, fmt.Errorf("wait for step: %w", waitErr)
+		return nil, nil, fmt.Errorf("wait for step: %w", waitErr)
 	}
 	res := &sandboxclient.StepResult{
 		ExecutionTime: elapsed.Seconds(),
@@ -327,15 +387,31 @@ func (l *Local) runStep(ctx context.Context, s stepSpec) (*sandboxclient.StepRes
 	}
 	if timedOut {
 		res.Status = sandboxclient.StepTimeLimitExceeded
-		return res, nil
+		return res, nil, nil
 	}
 	res.Status = sandboxclient.StepFinished
-	rc := state.ExitCode()
-	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+	var ws syscall.WaitStatus
+	var fetched map[string]string
+	if report != nil {
+		r, err := report.result(state)
+		if err != nil {
+			return nil, nil, err
+		}
+		if r.noStart != "" {
+			return &sandboxclient.StepResult{Status: sandboxclient.StepError, Stderr: r.noStart}, nil, nil
+		}
+		ws, fetched = r.status, r.files
+		res.ExecutionTime = r.elapsed.Seconds()
+	} else {
+		ws, _ = state.Sys().(syscall.WaitStatus)
+		fetched = fetchFiles(s.dir, s.fetch, l.opts.MaxOutputBytes)
+	}
+	rc := ws.ExitStatus()
+	if ws.Signaled() {
 		rc = -int(ws.Signal())
 	}
 	res.ReturnCode = &rc
-	return res, nil
+	return res, fetched, nil
 }
 
 // cappedBuffer keeps the first max bytes written and counts the rest.

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -26,6 +27,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/verl-score/verl-score/sandbox/nsinit"
 	"github.com/verl-score/verl-score/sandboxclient"
 	"golang.org/x/sync/singleflight"
 )
@@ -44,17 +46,25 @@ const (
 	// IsolationNone turns off the namespace and user protections (resource
 	// limits, process groups and output caps stay).
 	IsolationNone
+	// IsolationBasic keeps the per-run user and the network namespace but
+	// gives runs no filesystem view, PID or IPC namespace of their own:
+	// they see the host's world-readable files and processes. It exists
+	// to measure what the view costs, and for hosts whose toolchains do
+	// not work inside one.
+	IsolationBasic
 )
 
-// ParseIsolation reads an isolation mode by name: "auto" or "none".
+// ParseIsolation reads an isolation mode by name: "auto", "basic" or "none".
 func ParseIsolation(name string) (IsolationMode, error) {
 	switch name {
 	case "auto":
 		return IsolationAuto, nil
+	case "basic":
+		return IsolationBasic, nil
 	case "none":
 		return IsolationNone, nil
 	}
-	return 0, fmt.Errorf("isolation must be auto or none, got %q", name)
+	return 0, fmt.Errorf("isolation must be auto, basic or none, got %q", name)
 }
 
 // DefaultMaxOutputBytes is how much of each of stdout and stderr a run keeps.
@@ -98,6 +108,7 @@ type Local struct {
 	mu     sync.Mutex
 	builds map[string]*build
 
+	view                        *view // what contained steps see
 	runSeq                      atomic.Int64
 	runs, compiles, compileHits atomic.Int64
 	closeOnce                   sync.Once
@@ -156,7 +167,7 @@ func New(opts Options) (*Local, error) {
 		now:      time.Now,
 		goCache:  goCacheDir(opts.TempDir),
 	}
-	for _, d := range []string{"builds", "runs"} {
+	for _, d := range []string{"builds", "runs", "view"} {
 		if err := os.Mkdir(filepath.Join(root, d), 0o711); err != nil {
 			os.RemoveAll(root)
 			return nil, fmt.Errorf("create sandbox directory: %w", err)
@@ -164,7 +175,14 @@ func New(opts Options) (*Local, error) {
 	}
 	l.iso = probeIsolation(opts.Isolation)
 	l.tools, l.rootOnly = findTools(l.iso.perRunUser)
-	if l.rootOnly["rustc"] {
+	if l.iso.contained {
+		if err := l.setUpView(); err != nil {
+			l.iso.contained = false
+			l.iso.notes = append(l.iso.notes, "running without a filesystem view of its own per run (programs see the host's files, "+
+				"processes and System V IPC): "+err.Error())
+		}
+	}
+	if l.rootOnly["rustc"] && !l.iso.contained {
 		// Compiling as root would let include_str!("/etc/shadow") read any
 		// host file; reach the toolchain through an open directory instead.
 		if f := openSysroot(l.tools["rustc"]); f != nil {
@@ -177,6 +195,33 @@ func New(opts Options) (*Local, error) {
 		fmt.Fprintf(opts.Warn, "verl-score sandbox: %s\n", note)
 	}
 	return l, nil
+}
+
+// setUpView lays out the contained steps' view and proves that one runs.
+func (l *Local) setUpView() error {
+	l.view = newView(filepath.Join(l.root, "view"), l.tools)
+	// In the view every bound tree is reachable through directories open
+	// to all, so only the trees' own modes decide.
+	l.rootOnly = map[string]bool{}
+	for prog, p := range l.tools {
+		if p != "" && l.iso.perRunUser && !l.view.reachable(p) {
+			l.rootOnly[prog] = true
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// The probe sees its own PID namespace's init and none of the host's
+	// paths, this sandbox's directory included.
+	st := stepSpec{argv: []string{wrapperShell, "-c", "test -r /proc/1/stat && test -d " + viewRunDir + " && test ! -e " + l.root},
+		dir: viewRunDir, env: l.env(viewRunDir, nil), timeout: 30 * time.Second}
+	res, _, err := l.runStep(ctx, st)
+	if err != nil {
+		return err
+	}
+	if res.Status != sandboxclient.StepFinished || res.ReturnCode == nil || *res.ReturnCode != 0 {
+		return fmt.Errorf("a probe step failed: %s", strings.TrimSpace(res.Stderr))
+	}
+	return nil
 }
 
 // goCacheDir is the Go build cache of the sandbox's compiles. It is shared
@@ -376,32 +421,38 @@ func (l *Local) doCompile(ctx context.Context, spec *langSpec, req *sandboxclien
 	if spec.env != nil && l.tools["go"] != "" && spec.programs[0] == "go" {
 		l.goWarm.Do(func() { l.warmGoCache(ctx) })
 	}
-	argv := spec.compile(l, dir)
-	env := l.env(dir, spec.env)
-	var extra []*os.File
-	if spec.programs[0] == "rustc" && l.rustSysroot != nil {
-		argv, env = sysrootArgs(argv, env)
-		extra = []*os.File{l.rustSysroot}
-	}
 	// go_test builds inside its one step upstream; here the build is
 	// cached and shared by the cases, so it gets the compile timeout.
 	timeout := secondsToDuration(req.CompileTimeout)
 	st := stepSpec{
-		argv:       argv,
-		dir:        dir,
-		env:        env,
-		timeout:    timeout,
-		lim:        compileLimits(req.MemoryLimitMB, timeout),
-		extraFiles: extra,
-		asRoot:     spec.compileAsRoot || l.rootOnly[spec.programs[0]],
-		owned:      dir,
-		ownTree:    true,
+		timeout: timeout,
+		lim:     compileLimits(req.MemoryLimitMB, timeout),
+		asRoot:  spec.compileAsRoot || l.rootOnly[spec.programs[0]],
+		owned:   dir,
+		ownTree: true,
+	}
+	if l.iso.contained {
+		// The build directory is the view's /build, writable; go's shared
+		// build cache is writable only by go, which runs no user code.
+		st.dir = viewBuildDir
+		st.view.binds = []viewBind{{source: dir, target: viewBuildDir, flags: nsinit.BindWritable}}
+		if spec.env != nil && spec.programs[0] == "go" {
+			st.view.binds = append(st.view.binds, viewBind{source: l.goCache, target: l.goCache, flags: nsinit.BindWritable})
+		}
+	} else {
+		st.dir = dir
+	}
+	st.argv = spec.compile(l, st.dir)
+	st.env = l.env(st.dir, spec.env)
+	if spec.programs[0] == "rustc" && l.rustSysroot != nil {
+		st.argv, st.env = sysrootArgs(st.argv, st.env)
+		st.extraFiles = []*os.File{l.rustSysroot}
 	}
 	if st.asRoot && l.rootOnly[spec.programs[0]] {
 		l.warn("root-"+spec.programs[0], fmt.Sprintf("%s is not reachable by an unprivileged user; its compiles run as root", l.tools[spec.programs[0]]))
 	}
 	l.compiles.Add(1)
-	res, err := l.runStep(ctx, st)
+	res, _, err := l.runStep(ctx, st)
 	// Whoever compiled, the result belongs to root from now on so that no
 	// later run can change a cached binary.
 	chownTree(dir, 0, 0)
@@ -447,14 +498,20 @@ func (l *Local) warmGoCache(ctx context.Context) {
 	if os.WriteFile(filepath.Join(dir, "warm_test.go"), []byte(warmGoCacheCode), 0o644) != nil {
 		return
 	}
-	l.runStep(ctx, stepSpec{
-		argv:    []string{l.tools["go"], "test", "-c", "-o", "warm.bin", "warm_test.go"},
+	st := stepSpec{
 		dir:     dir,
-		env:     l.env(dir, goEnv),
 		timeout: 10 * time.Minute,
 		lim:     compileLimits(0, 10*time.Minute),
 		asRoot:  true,
-	})
+	}
+	if l.iso.contained {
+		st.dir = viewBuildDir
+		st.view.binds = []viewBind{{source: dir, target: viewBuildDir, flags: nsinit.BindWritable},
+			{source: l.goCache, target: l.goCache, flags: nsinit.BindWritable}}
+	}
+	st.argv = []string{l.tools["go"], "test", "-c", "-o", "warm.bin", "warm_test.go"}
+	st.env = l.env(st.dir, goEnv)
+	l.runStep(ctx, st)
 }
 
 // goTestBuildFailure turns a failed `go test -c` into what `go test`
@@ -471,56 +528,67 @@ func goTestBuildFailure(c *sandboxclient.StepResult) *sandboxclient.StepResult {
 
 // execute runs the program of one request in a fresh directory.
 func (l *Local) execute(ctx context.Context, spec *langSpec, req *sandboxclient.Request, files map[string][]byte, binDir string) (*sandboxclient.StepResult, map[string]string, error) {
-	dir := filepath.Join(l.root, "runs", fmt.Sprintf("r%d", l.runSeq.Add(1)))
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		return nil, nil, fmt.Errorf("create run directory: %w", err)
-	}
-	defer os.RemoveAll(dir)
-	if err := writeFiles(dir, files); err != nil {
-		return nil, nil, err
-	}
-	if spec.compile == nil {
-		if err := os.WriteFile(filepath.Join(dir, spec.source), []byte(req.Code), 0o644); err != nil {
-			return nil, nil, fmt.Errorf("write source: %w", err)
-		}
-	}
 	var stdin []byte
 	if req.Stdin != nil {
 		stdin = []byte(*req.Stdin)
 	}
 	timeout := secondsToDuration(req.RunTimeout)
 	st := stepSpec{
-		argv:    spec.run(l, dir, binDir, req.MemoryLimitMB),
-		dir:     dir,
-		env:     l.env(dir, spec.env),
 		stdin:   stdin,
 		timeout: timeout,
 		lim:     runLimits(spec, req.MemoryLimitMB, timeout),
 		asRoot:  l.rootOnly[spec.runProgram],
-		owned:   dir,
-		ownTree: len(files) > 0,
 	}
+	if l.iso.contained {
+		// The run directory exists only inside the step's view, on its
+		// size-capped tmpfs; the request's files are written there by the
+		// init and fetched back by it.
+		st.dir = viewRunDir
+		st.view.files = files
+		if spec.compile == nil {
+			st.view.files = maps.Clone(files)
+			st.view.files[spec.source] = []byte(req.Code)
+		}
+		st.view.fetch = validFetchNames(req.FetchFiles)
+		viewBin := ""
+		if binDir != "" {
+			viewBin = viewBuildDir
+			st.view.binds = []viewBind{{source: binDir, target: viewBuildDir}}
+		}
+		st.argv = spec.run(l, st.dir, viewBin, req.MemoryLimitMB)
+	} else {
+		dir := filepath.Join(l.root, "runs", fmt.Sprintf("r%d", l.runSeq.Add(1)))
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			return nil, nil, fmt.Errorf("create run directory: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		if err := writeFiles(dir, files); err != nil {
+			return nil, nil, err
+		}
+		if spec.compile == nil {
+			if err := os.WriteFile(filepath.Join(dir, spec.source), []byte(req.Code), 0o644); err != nil {
+				return nil, nil, fmt.Errorf("write source: %w", err)
+			}
+		}
+		st.dir, st.owned, st.ownTree, st.fetch = dir, dir, len(files) > 0, req.FetchFiles
+		st.argv = spec.run(l, dir, binDir, req.MemoryLimitMB)
+	}
+	st.env = l.env(st.dir, spec.env)
 	if st.asRoot {
 		l.warn("root-"+spec.runProgram, fmt.Sprintf("%s is not reachable by an unprivileged user; its runs run as root", l.tools[spec.runProgram]))
 	}
-	res, err := l.runStep(ctx, st)
-	if err != nil {
-		return nil, nil, err
-	}
-	fetched := map[string]string{}
-	for _, name := range req.FetchFiles {
-		p, err := safeJoin(dir, name)
-		if err != nil {
-			continue
-		}
-		if fi, err := os.Lstat(p); err != nil || !fi.Mode().IsRegular() || fi.Size() > int64(l.opts.MaxOutputBytes) {
-			continue
-		}
-		if data, err := os.ReadFile(p); err == nil {
-			fetched[name] = base64.StdEncoding.EncodeToString(data)
+	return l.runStep(ctx, st)
+}
+
+// validFetchNames keeps the fetch names that stay inside the run directory.
+func validFetchNames(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if _, err := safeJoin("/x", n); err == nil {
+			out = append(out, n)
 		}
 	}
-	return res, fetched, nil
+	return out
 }
 
 func secondsToDuration(s float64) time.Duration {

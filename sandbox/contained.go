@@ -1,0 +1,151 @@
+package sandbox
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/verl-score/verl-score/sandbox/nsinit"
+)
+
+// initSetupTimeout bounds how long a step's init may take to build the
+// view before the program's own clock starts.
+const initSetupTimeout = 30 * time.Second
+
+// initReport reads what a step's init reports on its fd 4.
+type initReport struct {
+	r        *os.File
+	startedC chan struct{}
+	data     chan []byte
+	pending  []*os.File // the init's ends, closed here once it has started
+}
+
+type initResult struct {
+	status  syscall.WaitStatus
+	elapsed time.Duration
+	files   map[string]string
+	noStart string // the program could not be started: the message
+}
+
+// initCommand is the command that starts a contained step: this executable
+// as the step's init, reading its script on fd 3 and reporting on fd 4.
+func (l *Local) initCommand(s *stepSpec, uid int, argv []string, attr *syscall.SysProcAttr) (*exec.Cmd, *initReport, error) {
+	script := l.view.script(s, uid, argv, l.opts.MaxOutputBytes)
+	scriptR, scriptW, err := os.Pipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("create pipe: %w", err)
+	}
+	repR, repW, err := os.Pipe()
+	if err != nil {
+		scriptR.Close()
+		scriptW.Close()
+		return nil, nil, fmt.Errorf("create pipe: %w", err)
+	}
+	go func() {
+		scriptW.Write(script) // an init that died early is seen by Wait
+		scriptW.Close()
+	}()
+	cmd := &exec.Cmd{
+		Path:        l.iso.selfExe,
+		Args:        []string{"verl-score-sandbox-init"},
+		Env:         []string{nsinit.EnvMarker + "=1"},
+		SysProcAttr: attr,
+		ExtraFiles:  []*os.File{scriptR, repW},
+	}
+	rep := &initReport{r: repR, startedC: make(chan struct{}), data: make(chan []byte, 1)}
+	rep.pending = []*os.File{scriptR, repW}
+	return cmd, rep, nil
+}
+
+// started closes the init's ends of the pipes in this process and starts
+// reading the report.
+func (r *initReport) started(ok bool) {
+	for _, f := range r.pending {
+		f.Close()
+	}
+	r.pending = nil
+	if !ok {
+		close(r.data)
+		return
+	}
+	go func() {
+		var b [1]byte
+		// The first record is ReportStarted: one op byte, a zero count.
+		n, _ := io.ReadFull(r.r, b[:])
+		if n == 1 && b[0] == nsinit.ReportStarted {
+			io.ReadFull(r.r, b[:])
+			close(r.startedC)
+			rest, _ := io.ReadAll(r.r)
+			r.data <- rest
+			return
+		}
+		rest, _ := io.ReadAll(r.r)
+		r.data <- append(b[:n:n], rest...)
+	}()
+}
+
+func (r *initReport) close() { r.r.Close() }
+
+// result interprets the report of an init that has exited.
+func (r *initReport) result(state *os.ProcessState) (*initResult, error) {
+	var data []byte
+	select {
+	case data = <-r.data:
+	case <-time.After(5 * time.Second):
+		return nil, errors.New("the step's init exited without a report")
+	}
+	recs, ok := nsinit.Parse(data)
+	if !ok || len(recs) == 0 {
+		return nil, fmt.Errorf("the step's init ended without a report (%v)", state)
+	}
+	rec := recs[len(recs)-1]
+	switch rec.Op {
+	case nsinit.ReportExit:
+		if len(rec.Args) < 2 || len(rec.Args)%2 != 0 {
+			break
+		}
+		ws, ok1 := nsinit.Atoi(rec.Args[0])
+		ns, ok2 := nsinit.Atoi(rec.Args[1])
+		if !ok1 || !ok2 {
+			break
+		}
+		res := &initResult{status: syscall.WaitStatus(ws), elapsed: time.Duration(ns), files: map[string]string{}}
+		for i := 2; i+1 < len(rec.Args); i += 2 {
+			res.files[rec.Args[i]] = base64.StdEncoding.EncodeToString([]byte(rec.Args[i+1]))
+		}
+		return res, nil
+	case nsinit.ReportNoStart:
+		if len(rec.Args) == 1 {
+			return &initResult{noStart: rec.Args[0]}, nil
+		}
+	case nsinit.ReportError:
+		if len(rec.Args) == 1 {
+			return nil, fmt.Errorf("set up the step's filesystem view: %s", rec.Args[0])
+		}
+	}
+	return nil, fmt.Errorf("the step's init sent a malformed report (%v)", state)
+}
+
+// fetchFiles reads back the named regular files under dir, base64, each of
+// at most max bytes (steps without a view of their own).
+func fetchFiles(dir string, names []string, max int) map[string]string {
+	fetched := map[string]string{}
+	for _, name := range names {
+		p, err := safeJoin(dir, name)
+		if err != nil {
+			continue
+		}
+		if fi, err := os.Lstat(p); err != nil || !fi.Mode().IsRegular() || fi.Size() > int64(max) {
+			continue
+		}
+		if data, err := os.ReadFile(p); err == nil {
+			fetched[name] = base64.StdEncoding.EncodeToString(data)
+		}
+	}
+	return fetched
+}

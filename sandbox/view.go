@@ -1,0 +1,200 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/verl-score/verl-score/sandbox/nsinit"
+)
+
+// Paths inside a contained step's view.
+const (
+	viewRunDir   = "/sandbox" // the run's own directory: cwd, HOME, TMPDIR
+	viewBuildDir = "/build"   // the compiled program (read-only in runs)
+	viewSizeMB   = 256        // the step's writable space: /sandbox, /tmp, /dev/shm
+)
+
+// viewBind is one host path shown inside the view, at the same path unless
+// target says otherwise.
+type viewBind struct {
+	source, target string
+	flags          int // nsinit.Bind*
+}
+
+// view is what every contained step of a Local sees, read-only: the
+// system's programs and libraries, the toolchains, the few files of /etc
+// they read, and the harmless devices. Nothing else of the host.
+type view struct {
+	mount string // the empty directory each step mounts its view on
+	binds []viewBind
+	links [][2]string // target, path
+}
+
+// etcEntries are what the toolchains read from /etc: the dynamic linker's
+// cache, Debian's alternatives (java, c++), the JVM's configuration, TLS and
+// time-zone data. The host's users, hosts and the rest stay out.
+var etcEntries = []string{"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "ssl", "mime.types"}
+
+var devNodes = []string{"null", "zero", "full", "random", "urandom"}
+
+// newView lays out the view of a Local with the given toolchains.
+func newView(mount string, tools map[string]string) *view {
+	v := &view{mount: mount}
+	covered := func(p string) bool {
+		for _, b := range v.binds {
+			if p == b.source || strings.HasPrefix(p, b.source+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	// The system: /usr, and the merged-/usr links (or directories) at /.
+	for _, name := range []string{"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32"} {
+		p := "/" + name
+		fi, err := os.Lstat(p)
+		switch {
+		case err != nil:
+		case fi.Mode()&os.ModeSymlink != 0:
+			if t, err := os.Readlink(p); err == nil {
+				v.links = append(v.links, [2]string{t, p})
+			}
+		case fi.IsDir():
+			v.binds = append(v.binds, viewBind{source: p, target: p})
+		}
+	}
+	// Toolchains outside /usr (rustup, pyenv, a Go or Node.js tarball):
+	// the tree two levels above the real binary (<root>/bin/<program>).
+	names := make([]string, 0, len(tools))
+	for n := range tools {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		p := tools[n]
+		if p == "" {
+			continue
+		}
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil || covered(real) {
+			continue
+		}
+		root := filepath.Dir(filepath.Dir(real))
+		if root == "/" || root == "." {
+			root = filepath.Dir(real)
+		}
+		v.binds = append(v.binds, viewBind{source: root, target: root})
+	}
+	etc := append([]string{}, etcEntries...)
+	if m, _ := filepath.Glob("/etc/java*"); len(m) > 0 {
+		for _, p := range m {
+			etc = append(etc, filepath.Base(p))
+		}
+	}
+	for _, e := range etc {
+		p := "/etc/" + e
+		fi, err := os.Lstat(p)
+		switch {
+		case err != nil:
+		case fi.Mode()&os.ModeSymlink != 0:
+			if t, err := os.Readlink(p); err == nil {
+				v.links = append(v.links, [2]string{t, p})
+			}
+		case fi.IsDir():
+			v.binds = append(v.binds, viewBind{source: p, target: p})
+		case fi.Mode().IsRegular():
+			v.binds = append(v.binds, viewBind{source: p, target: p, flags: nsinit.BindFile})
+		}
+	}
+	for _, d := range devNodes {
+		p := "/dev/" + d
+		if fi, err := os.Stat(p); err == nil && fi.Mode()&os.ModeDevice != 0 {
+			v.binds = append(v.binds, viewBind{source: p, target: p, flags: nsinit.BindFile | nsinit.BindDevice | nsinit.BindWritable})
+		}
+	}
+	v.links = append(v.links, [2]string{"/proc/self/fd", "/dev/fd"}, [2]string{"/proc/self/fd/0", "/dev/stdin"},
+		[2]string{"/proc/self/fd/1", "/dev/stdout"}, [2]string{"/proc/self/fd/2", "/dev/stderr"})
+	return v
+}
+
+// viewStep is what one step adds to the common view.
+type viewStep struct {
+	binds []viewBind
+	files map[string][]byte // written into viewRunDir, owned by the step user
+	fetch []string          // names under viewRunDir read back after the run
+}
+
+// script is the init's script for one step: argv runs in dir as uid
+// (-1: as the init's own user).
+func (v *view) script(s *stepSpec, uid int, argv []string, maxFetch int) []byte {
+	var sc nsinit.Script
+	itoa := nsinit.Itoa
+	sc.Op(nsinit.OpTmpfs, v.mount, itoa(viewSizeMB))
+	for _, b := range append(v.binds[:len(v.binds):len(v.binds)], s.view.binds...) {
+		sc.Op(nsinit.OpBind, b.source, b.target, itoa(b.flags))
+	}
+	for _, ln := range v.links {
+		sc.Op(nsinit.OpSymlink, ln[0], ln[1])
+	}
+	owner := uid // -1: the init's own user (root of a user namespace)
+	shown := max(owner, 0)
+	for _, d := range []string{"/tmp", "/dev/shm"} {
+		sc.Op(nsinit.OpMkdir, d, itoa(0o1777), "-1", "-1")
+	}
+	sc.Op(nsinit.OpFile, "/etc/passwd", itoa(0o644), "-1", "-1",
+		fmt.Sprintf("root:x:0:0:root:/root:/bin/sh\nsandbox:x:%d:%d:sandbox:%s:/bin/sh\n", shown, shown, viewRunDir))
+	sc.Op(nsinit.OpFile, "/etc/group", itoa(0o644), "-1", "-1", fmt.Sprintf("root:x:0:\nsandbox:x:%d:\n", shown))
+	sc.Op(nsinit.OpFile, "/etc/hosts", itoa(0o644), "-1", "-1", "127.0.0.1\tlocalhost\n::1\tlocalhost\n")
+	if s.dir == viewRunDir {
+		sc.Op(nsinit.OpMkdir, viewRunDir, itoa(0o755), itoa(owner), itoa(owner))
+		names := make([]string, 0, len(s.view.files))
+		for n := range s.view.files {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			sc.Op(nsinit.OpFile, viewRunDir+"/"+filepath.Clean(n), itoa(0o644), itoa(owner), itoa(owner), string(s.view.files[n]))
+		}
+	}
+	sc.Op(nsinit.OpProc, "/proc")
+	sc.Op(nsinit.OpPivot, v.mount)
+	gid := uid
+	sc.Op(nsinit.OpExec, append([]string{s.dir, itoa(uid), itoa(gid)}, argv...)...)
+	sc.Op(nsinit.OpEnv, s.env...)
+	if len(s.view.fetch) > 0 {
+		sc.Op(nsinit.OpFetch, append([]string{itoa(maxFetch)}, s.view.fetch...)...)
+	}
+	return sc.Bytes()
+}
+
+// reachable reports whether a user other than root can run p inside the
+// view: it lies in a bound tree, and every directory from the tree's root
+// down, and p itself, are open to others.
+func (v *view) reachable(p string) bool {
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return false
+	}
+	for _, b := range v.binds {
+		if real != b.source && !strings.HasPrefix(real, b.source+"/") {
+			continue
+		}
+		fi, err := os.Stat(real)
+		if err != nil || fi.Mode().Perm()&0o001 == 0 {
+			return false
+		}
+		for d := filepath.Dir(real); len(d) >= len(b.source); d = filepath.Dir(d) {
+			fi, err := os.Stat(d)
+			if err != nil || fi.Mode().Perm()&0o001 == 0 {
+				return false
+			}
+			if d == b.source {
+				break
+			}
+		}
+		return true
+	}
+	return false
+}
