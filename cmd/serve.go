@@ -20,7 +20,8 @@ import (
 type serveOptions struct {
 	Listen          string
 	MaxConcurrent   int
-	MaxQueue        int // requests waiting beyond MaxConcurrent; 0 means none
+	MaxQueue        int   // requests waiting beyond MaxConcurrent; -1 no bound by count, 0 no queue
+	MaxQueueBytes   int64 // bytes of the waiting request bodies
 	MaxBody         int64
 	ShutdownTimeout time.Duration
 	LogLevel        slog.Level
@@ -43,7 +44,7 @@ EXIT STATUS
 
 func newServeCmd(s Streams) *cobra.Command {
 	opts := &serveOptions{ErrOut: s.ErrOut}
-	var maxBody, logLevel, isolation string
+	var maxBody, logLevel, isolation, maxQueueBytes string
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the local sandbox over SandboxFusion's HTTP API",
@@ -51,21 +52,27 @@ func newServeCmd(s Streams) *cobra.Command {
 API (POST /run_code with the same request and response JSON), so verl's own
 reward code can use it unchanged in place of a SandboxFusion deployment.
 
-Requests beyond --max-concurrent wait in a queue of --max-queue; beyond that
-the server answers 503 with Retry-After: 1 (verl counts that as an API
-error, verdict -1, so the queue defaults to at least verl's own default
-max_concurrent of 64). A queued request spends its HTTP timeout waiting. A client that disconnects
-cancels its queued or running request. SIGINT or SIGTERM stop the listener
-and let the runs in progress finish (at most --shutdown-timeout).
+--max-concurrent is how many programs compile or run at once (a slot each;
+default one per CPU). Requests beyond it wait, in arrival order, up to
+--max-queue-bytes of request bodies (default a sixteenth of this machine's
+memory); beyond that the server answers 503 with Retry-After: 1. A waiting
+request spends its HTTP timeout waiting. A client that disconnects cancels
+its queued or running request. SIGINT or SIGTERM stop the listener and let
+the runs in progress finish (at most --shutdown-timeout).
+
+What a verl client needs: verl's reward_model.sandbox_fusion.max_concurrent
+is how many requests it keeps in flight, not how many this server runs at
+once. Any value works with the defaults (256, verl's recommendation, queues
+about 256 x a few KiB), because the queue is bounded by bytes, not by
+count. verl scores a 503 as -1 at once and does not retry it, so do not set
+--max-queue below max_concurrent minus --max-concurrent.
 
 Other endpoints: GET /health answers {"status":"ok"}; GET /metrics gives
 Prometheus text (requests by HTTP status and response status, runs in
 flight, queue depth, run duration by language).
 
 Point verl at it with:
-  reward_model.sandbox_fusion.url=http://127.0.0.1:8080/run_code
-and keep reward_model.sandbox_fusion.max_concurrent at or below
---max-concurrent plus --max-queue.` + serveExitHelp,
+  reward_model.sandbox_fusion.url=http://127.0.0.1:8080/run_code` + serveExitHelp,
 		Example: `  # serve on the default address with one run per CPU
   verl-score serve
 
@@ -81,12 +88,14 @@ and keep reward_model.sandbox_fusion.max_concurrent at or below
 			if opts.MaxConcurrent <= 0 {
 				return usageErrorf("--max-concurrent must be positive, got %d", opts.MaxConcurrent)
 			}
-			if !c.Flags().Changed("max-queue") {
-				opts.MaxQueue = sandbox.DefaultMaxQueue(opts.MaxConcurrent)
+			if opts.MaxQueue < -1 {
+				return usageErrorf("--max-queue must be -1 (no bound by count), 0 (no queue) or positive, got %d", opts.MaxQueue)
 			}
-			if opts.MaxQueue < 0 {
-				return usageErrorf("--max-queue must not be negative, got %d", opts.MaxQueue)
+			qb, err := parseSize(maxQueueBytes)
+			if err != nil || qb <= 0 {
+				return usageErrorf("--max-queue-bytes: want a positive size, got %q", maxQueueBytes)
 			}
+			opts.MaxQueueBytes = qb
 			n, err := parseSize(maxBody)
 			if err != nil {
 				return usageErrorf("--max-body: %w", err)
@@ -115,7 +124,8 @@ and keep reward_model.sandbox_fusion.max_concurrent at or below
 	f := c.Flags()
 	f.StringVar(&opts.Listen, "listen", "127.0.0.1:8080", "address to listen on (host:port; port 0 picks a free one)")
 	f.IntVar(&opts.MaxConcurrent, "max-concurrent", runtime.NumCPU(), "programs compiled or run at once")
-	f.IntVar(&opts.MaxQueue, "max-queue", 0, "requests that may wait for a free slot (default 4 x --max-concurrent, at least 64; 0 = no queue)")
+	f.IntVar(&opts.MaxQueue, "max-queue", -1, "at most this many requests wait for a free slot (-1: bounded by --max-queue-bytes only; 0: no queue)")
+	f.StringVar(&maxQueueBytes, "max-queue-bytes", formatSize(sandbox.DefaultMaxQueueBytes()), "request bodies that may wait for a free slot, in bytes or with a KiB/MiB/GiB suffix")
 	f.StringVar(&maxBody, "max-body", "32MiB", "largest request body accepted (bytes, or with a KiB/MiB/GiB suffix); larger gets 413")
 	f.DurationVar(&opts.ShutdownTimeout, "shutdown-timeout", sandbox.DefaultShutdownTimeout, "how long a shutdown waits for runs in progress")
 	f.StringVar(&logLevel, "log-level", "info", "info, or debug for one line per request")
@@ -141,13 +151,17 @@ func runServe(ctx context.Context, opts *serveOptions) error {
 	}
 	defer local.Close()
 
-	maxQueue := opts.MaxQueue
-	if maxQueue == 0 {
-		maxQueue = -1 // ServerOptions: negative means no queue
+	maxQueue := opts.MaxQueue // ServerOptions: 0 no bound by count, negative no queue
+	switch maxQueue {
+	case -1:
+		maxQueue = 0
+	case 0:
+		maxQueue = -1
 	}
 	srv := sandbox.NewServer(local, sandbox.ServerOptions{
 		MaxInFlight:     opts.MaxConcurrent,
 		MaxQueue:        maxQueue,
+		MaxQueueBytes:   opts.MaxQueueBytes,
 		MaxBodyBytes:    opts.MaxBody,
 		ShutdownTimeout: opts.ShutdownTimeout,
 		Logger:          logger,
@@ -201,4 +215,17 @@ func parseSize(s string) (int64, error) {
 		return 0, fmt.Errorf("size %q is too large", s)
 	}
 	return n * mult, nil
+}
+
+// formatSize writes n in the largest unit that divides it (parseSize reads it).
+func formatSize(n int64) string {
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n%u.mult == 0 {
+			return strconv.FormatInt(n/u.mult, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10)
 }

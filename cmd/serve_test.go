@@ -121,7 +121,8 @@ func TestServeFlagValidation(t *testing.T) {
 		args []string
 	}{
 		{"zero concurrency", []string{"--max-concurrent", "0"}},
-		{"negative queue", []string{"--max-queue", "-1"}},
+		{"negative queue", []string{"--max-queue", "-2"}},
+		{"bad queue bytes", []string{"--max-queue-bytes", "lots"}},
 		{"bad body size", []string{"--max-body", "lots"}},
 		{"zero body size", []string{"--max-body", "0"}},
 		{"bad log level", []string{"--log-level", "trace"}},
@@ -279,11 +280,12 @@ func TestDoctorOnThisHost(t *testing.T) {
 	}
 }
 
-func TestDefaultMaxQueue(t *testing.T) {
-	tests := []struct{ concurrent, want int }{{1, 64}, {2, 64}, {16, 64}, {17, 68}, {64, 256}}
-	for _, tt := range tests {
-		if got := sandbox.DefaultMaxQueue(tt.concurrent); got != tt.want {
-			t.Errorf("sandbox.DefaultMaxQueue(%d): got %d, want %d", tt.concurrent, got, tt.want)
-		}
+func TestDefaultMaxQueueBytes(t *testing.T) {
+	n := sandbox.DefaultMaxQueueBytes()
+	if n < 64<<20 || n > 4<<30 {
+		t.Errorf("got %d, want between 64 MiB and 4 GiB", n)
+	}
+	if got, err := parseSize(formatSize(n)); err != nil || got != n {
+		t.Errorf("parseSize(formatSize(%d)) = %d, %v", n, got, err)
 	}
 }

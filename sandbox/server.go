@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/verl-score/verl-score/sandboxclient"
@@ -38,9 +39,14 @@ const (
 type ServerOptions struct {
 	// MaxInFlight is how many requests run at once (default: NumCPU).
 	MaxInFlight int
-	// MaxQueue is how many more requests may wait for a run slot (default
-	// DefaultMaxQueue(MaxInFlight)); beyond it the server answers 503 with Retry-After: 1.
-	// A negative value means no queue at all.
+	// MaxQueueBytes bounds the request bodies waiting for a run slot
+	// (default DefaultMaxQueueBytes()); a request that would go beyond it
+	// gets 503 with Retry-After: 1. Waiting requests are bounded by memory,
+	// not by count, because verl's client scores a 503 as -1 at once and
+	// its recommended concurrency is far above the slots of one machine.
+	MaxQueueBytes int64
+	// MaxQueue, if positive, also bounds how many requests may wait; zero
+	// means no bound by count; negative means no queue at all.
 	MaxQueue int
 	// MaxBodyBytes bounds a request body (default 32 MiB); larger bodies
 	// get 413.
@@ -53,24 +59,29 @@ type ServerOptions struct {
 	Logger *slog.Logger
 }
 
-// verlMaxConcurrent is verl's default reward_model.sandbox_fusion.max_concurrent.
-const verlMaxConcurrent = 64
-
-// DefaultMaxQueue is the queue behind maxInFlight running requests: four
-// per slot, and never fewer than verl's default concurrency, since verl's
-// client scores a 503 as -1 at once instead of retrying.
-func DefaultMaxQueue(maxInFlight int) int { return max(4*maxInFlight, verlMaxConcurrent) }
+// DefaultMaxQueueBytes is the default bound on queued request bodies: a
+// sixteenth of this machine's memory, between 64 MiB and 4 GiB. A typical
+// verl request is a few KiB, so this holds hundreds of thousands.
+func DefaultMaxQueueBytes() int64 {
+	var si syscall.Sysinfo_t
+	total := int64(1) << 30
+	if syscall.Sysinfo(&si) == nil {
+		total = int64(si.Totalram) * int64(si.Unit)
+	}
+	return min(max(total/16, 64<<20), 4<<30)
+}
 
 // Server answers SandboxFusion's HTTP API (POST /run_code) with a
 // sandboxclient.Client, so that verl's own client can use verl-score's
 // sandbox unchanged. It also serves GET /health and GET /metrics.
 type Server struct {
-	client   sandboxclient.Client
-	opts     ServerOptions
-	slots    chan struct{} // one token per running request
-	admitted atomic.Int64  // running + waiting requests
-	metrics  *serverMetrics
-	log      *slog.Logger
+	client  sandboxclient.Client
+	opts    ServerOptions
+	slots   chan struct{} // one token per running request
+	waiting atomic.Int64  // requests waiting for a slot
+	queued  atomic.Int64  // bytes of their bodies
+	metrics *serverMetrics
+	log     *slog.Logger
 }
 
 // NewServer returns a server that runs every request with c.
@@ -78,11 +89,8 @@ func NewServer(c sandboxclient.Client, opts ServerOptions) *Server {
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = runtime.NumCPU()
 	}
-	switch {
-	case opts.MaxQueue == 0:
-		opts.MaxQueue = DefaultMaxQueue(opts.MaxInFlight)
-	case opts.MaxQueue < 0:
-		opts.MaxQueue = 0
+	if opts.MaxQueueBytes <= 0 {
+		opts.MaxQueueBytes = DefaultMaxQueueBytes()
 	}
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
@@ -231,7 +239,7 @@ func (s *Server) runCode(w http.ResponseWriter, r *http.Request) (code int, stat
 	lang = req.Language
 
 	ctx := r.Context()
-	release, ok, err := s.acquire(ctx)
+	release, ok, err := s.acquire(ctx, int64(len(body)))
 	if !ok {
 		w.Header().Set("Retry-After", "1")
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"detail": "sandbox queue is full, retry later"})
@@ -269,24 +277,30 @@ func (s *Server) tooLarge(w http.ResponseWriter) int {
 }
 
 // acquire takes a run slot, waiting in the queue if all are busy. ok is
-// false when the queue is full; err is set when ctx ends while waiting.
-// release must be called once the run is over.
-func (s *Server) acquire(ctx context.Context) (release func(), ok bool, err error) {
-	limit := int64(s.opts.MaxInFlight + s.opts.MaxQueue)
-	if s.admitted.Add(1) > limit {
-		s.admitted.Add(-1)
-		return nil, false, nil
-	}
+// false when the queue is full (by bytes or by count); err is set when ctx
+// ends while waiting. release must be called once the run is over.
+func (s *Server) acquire(ctx context.Context, size int64) (release func(), ok bool, err error) {
 	release = func() {
 		<-s.slots
 		s.metrics.inFlight.Add(-1)
-		s.admitted.Add(-1)
 	}
 	select {
 	case s.slots <- struct{}{}:
 		s.metrics.inFlight.Add(1)
 		return release, true, nil
 	default:
+	}
+	if s.opts.MaxQueue < 0 {
+		return nil, false, nil
+	}
+	n := s.waiting.Add(1)
+	b := s.queued.Add(size)
+	defer func() {
+		s.waiting.Add(-1)
+		s.queued.Add(-size)
+	}()
+	if (s.opts.MaxQueue > 0 && n > int64(s.opts.MaxQueue)) || b > s.opts.MaxQueueBytes {
+		return nil, false, nil
 	}
 	s.metrics.queueDepth.Add(1)
 	defer s.metrics.queueDepth.Add(-1)
@@ -295,7 +309,6 @@ func (s *Server) acquire(ctx context.Context) (release func(), ok bool, err erro
 		s.metrics.inFlight.Add(1)
 		return release, true, nil
 	case <-ctx.Done():
-		s.admitted.Add(-1)
 		return nil, true, ctx.Err()
 	}
 }

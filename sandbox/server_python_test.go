@@ -4,6 +4,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -55,5 +56,64 @@ func TestVerlStylePythonClient(t *testing.T) {
 	got := strings.Split(strings.TrimSpace(string(out)), "\n")
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// verlLoadClient sends n requests at once from threads, each as verl's
+// call_sandbox_api does (urllib, its payload and headers), and prints
+// one line per request: its HTTP status and whether stdout was right.
+const verlLoadClient = `
+import json, sys, threading, urllib.request, urllib.error
+url, n = sys.argv[1], int(sys.argv[2])
+results = [None] * n
+def one(i):
+    payload = json.dumps({"compile_timeout": 10, "run_timeout": 10, "code": "print(int(input()) * 2)", "stdin": str(i),
+                          "memory_limit_MB": 1024, "language": "python", "files": {}, "fetch_files": []})
+    req = urllib.request.Request(url, data=payload.encode(), headers={"Content-Type": "application/json", "Accept": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=600) as resp:
+            body = json.loads(resp.read())
+        ok = (body.get("run_result") or {}).get("stdout") == "%d\n" % (2 * i)
+        results[i] = "%d %s" % (resp.status, ok)
+    except urllib.error.HTTPError as e:
+        results[i] = "%d False" % e.code
+    except Exception as e:
+        results[i] = "error " + repr(e)
+threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+for t in threads: t.start()
+for t in threads: t.join()
+print("\n".join(results))
+`
+
+// TestVerlConcurrencyAgainstDefaults: 256 requests at once, verl's
+// recommended max_concurrent, against a server with default options on
+// two slots: every one is answered, none with 503, each with its output.
+func TestVerlConcurrencyAgainstDefaults(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("no /usr/bin/python3")
+	}
+	l := newLocal(t, Options{Concurrency: 2})
+	srv := httptest.NewServer(NewServer(l, ServerOptions{MaxInFlight: 2}).Handler())
+	defer srv.Close()
+	const n = 256
+	out, err := exec.Command("/usr/bin/python3", "-c", verlLoadClient, srv.URL+"/run_code", strconv.Itoa(n)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("python client: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != n {
+		t.Fatalf("got %d answers, want %d:\n%s", len(lines), n, out)
+	}
+	bad := 0
+	for i, line := range lines {
+		if line != "200 True" {
+			bad++
+			if bad <= 5 {
+				t.Errorf("request %d: got %q, want 200 with the right stdout", i, line)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d requests not answered right", bad, n)
 	}
 }

@@ -412,8 +412,16 @@ func TestRunCodeClientErrorIsSandboxError(t *testing.T) {
 }
 
 func TestRunCodeQueueOverflow(t *testing.T) {
+	t.Run("count", func(t *testing.T) { testQueueOverflow(t, ServerOptions{MaxInFlight: 1, MaxQueue: 1}) })
+	// Room for one waiting body, not two.
+	t.Run("bytes", func(t *testing.T) {
+		testQueueOverflow(t, ServerOptions{MaxInFlight: 1, MaxQueueBytes: int64(len(pythonHello)*2 - 1)})
+	})
+}
+
+func testQueueOverflow(t *testing.T, opts ServerOptions) {
 	block := newBlockingClient()
-	s := NewServer(block, ServerOptions{MaxInFlight: 1, MaxQueue: 1})
+	s := NewServer(block, opts)
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
 
