@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/verl-score/verl-score/atomicfile"
 	"github.com/verl-score/verl-score/check"
 	"github.com/verl-score/verl-score/config"
 	"github.com/verl-score/verl-score/job"
@@ -122,21 +123,15 @@ func writeFileAtomic(path string, write func(io.Writer) error) error {
 		}
 		return f.Close()
 	}
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
+	af, err := atomicfile.Create(path, 0o644)
 	if err != nil {
 		return err
 	}
-	if err := write(f); err != nil {
-		f.Close()
-		os.Remove(tmp)
+	if err := write(af); err != nil {
+		af.Abort()
 		return err
 	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, path)
+	return af.Commit()
 }
 
 type checkOptions struct {

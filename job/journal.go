@@ -9,7 +9,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"sync"
+	"time"
 
+	"github.com/verl-score/verl-score/atomicfile"
 	"github.com/verl-score/verl-score/rollout"
 	"github.com/verl-score/verl-score/sandboxclient"
 )
@@ -68,40 +72,83 @@ func fingerprint(parts ...any) string {
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
+// A finished row reaches the disk (write, flush, fsync) within
+// journalSyncEvery, or sooner once journalSyncRows rows are waiting, so a
+// kill -9 loses at most that much finished work.
+const (
+	journalSyncEvery = time.Second
+	journalSyncRows  = 256
+)
+
 // journal appends finished rows.
 type journal struct {
 	path string
 	f    *os.File
 	w    *bufio.Writer
+
+	mu      sync.Mutex
+	pending int // rows written since the last sync
+	err     error
+	stop    chan struct{}
+	stopped chan struct{}
+	syncs   int
+}
+
+// startSyncing makes the journal sync itself every journalSyncEvery while
+// rows are waiting.
+func (j *journal) startSyncing() {
+	j.stop, j.stopped = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(j.stopped)
+		t := time.NewTicker(journalSyncEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-j.stop:
+				return
+			case <-t.C:
+				j.mu.Lock()
+				if j.pending > 0 && j.err == nil {
+					j.err = j.syncLocked()
+				}
+				j.mu.Unlock()
+			}
+		}
+	}()
 }
 
 func createJournal(path string, hdr journalHeader, keep map[int]*rowRecord) (*journal, error) {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
+	f, err := atomicfile.CreateTemp(path)
 	if err != nil {
-		return nil, fmt.Errorf("create journal: %w", err)
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	fail := func(err error) (*journal, error) {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, err
 	}
 	j := &journal{path: path, f: f, w: bufio.NewWriterSize(f, 1<<16)}
 	if err := j.write(hdr); err != nil {
-		f.Close()
-		return nil, err
+		return fail(err)
 	}
 	// Carry over the rows of an earlier journal so that a run interrupted
 	// twice loses nothing.
 	for _, rec := range keep {
 		if err := j.write(rec); err != nil {
-			f.Close()
-			return nil, err
+			return fail(err)
 		}
 	}
 	if err := j.sync(); err != nil {
-		f.Close()
-		return nil, err
+		return fail(err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fail(fmt.Errorf("create journal: %w", err))
+	}
+	if err := atomicfile.SyncDir(filepath.Dir(path)); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("create journal: %w", err)
 	}
+	j.startSyncing()
 	return j, nil
 }
 
@@ -115,30 +162,64 @@ func (j *journal) write(v any) error {
 		return fmt.Errorf("journal: %w", err)
 	}
 	b = append(b, '\n')
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.err != nil {
+		return j.err
+	}
 	if _, err := j.w.Write(b); err != nil {
 		return fmt.Errorf("journal %s: %w", j.path, err)
 	}
-	return nil
+	j.pending++
+	if j.pending >= journalSyncRows {
+		j.err = j.syncLocked()
+	}
+	return j.err
 }
 
 func (j *journal) sync() error {
 	if j == nil {
 		return nil
 	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.err != nil {
+		return j.err
+	}
+	j.err = j.syncLocked()
+	return j.err
+}
+
+func (j *journal) syncLocked() error {
 	if err := j.w.Flush(); err != nil {
 		return fmt.Errorf("journal %s: %w", j.path, err)
 	}
-	return j.f.Sync()
+	if err := j.f.Sync(); err != nil {
+		return fmt.Errorf("journal %s: %w", j.path, err)
+	}
+	j.pending = 0
+	j.syncs++
+	return nil
 }
 
+// close syncs the rows left and closes the file; safe to call twice.
 func (j *journal) close() error {
 	if j == nil {
+		return nil
+	}
+	if j.stop != nil {
+		close(j.stop)
+		<-j.stopped
+		j.stop = nil
+	}
+	if j.f == nil {
 		return nil
 	}
 	err := j.sync()
 	if cerr := j.f.Close(); err == nil {
 		err = cerr
 	}
+	j.f = nil
 	return err
 }
 

@@ -4,7 +4,6 @@
 package job
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/verl-score/verl-score/atomicfile"
 	"github.com/verl-score/verl-score/rollout"
 	"github.com/verl-score/verl-score/sandboxclient"
 	"github.com/verl-score/verl-score/score"
@@ -86,6 +86,22 @@ func Run(ctx context.Context, client sandboxclient.Client, opts Options) (*Summa
 		return nil, errors.New("output - (stdout) keeps no journal, so it cannot be resumed")
 	}
 
+	// Temporary files of runs that were killed: theirs, not ours.
+	outs := []string{opts.CasesOut, opts.Summary}
+	if !toStdout {
+		outs = append(outs, opts.Output, jpath)
+	}
+	for _, out := range outs {
+		if out == "" || out == "-" {
+			continue
+		}
+		for _, p := range atomicfile.CleanStale(out) {
+			if opts.Warn != nil {
+				opts.Warn(fmt.Sprintf("removed %s, left by an earlier run that was killed", p))
+			}
+		}
+	}
+
 	done := map[int]*rowRecord{}
 	if opts.Resume {
 		rows, err := loadJournal(jpath, opts.Input, fp)
@@ -131,7 +147,7 @@ func Run(ctx context.Context, client sandboxclient.Client, opts Options) (*Summa
 		if err != nil {
 			return nil, err
 		}
-		defer jr.f.Close()
+		defer jr.close()
 	}
 
 	eng, err := score.New(client, opts.Engine)
@@ -510,17 +526,16 @@ func cut(s *string, max int) *string {
 
 // casesWriter writes one JSON line per case.
 type casesWriter struct {
-	path, tmp string
-	f         *os.File
-	w         *bufio.Writer
+	path string
+	af   *atomicfile.File
 }
 
 func newCasesWriter(path string) (*casesWriter, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
+	af, err := atomicfile.Create(path, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("cases output: %w", err)
 	}
-	return &casesWriter{path: path, tmp: f.Name(), f: f, w: bufio.NewWriterSize(f, 1<<16)}, nil
+	return &casesWriter{path: path, af: af}, nil
 }
 
 type caseLine struct {
@@ -537,8 +552,8 @@ func (c *casesWriter) writeRow(rec *rowRecord) error {
 			if err != nil {
 				return err
 			}
-			c.w.Write(b)
-			if err := c.w.WriteByte('\n'); err != nil {
+			c.af.Write(b)
+			if err := c.af.WriteByte('\n'); err != nil {
 				return fmt.Errorf("cases output %s: %w", c.path, err)
 			}
 		}
@@ -546,35 +561,14 @@ func (c *casesWriter) writeRow(rec *rowRecord) error {
 	return nil
 }
 
-func (c *casesWriter) commit() error {
-	if err := c.w.Flush(); err != nil {
-		return err
-	}
-	if err := c.f.Sync(); err != nil {
-		return err
-	}
-	if err := c.f.Close(); err != nil {
-		return err
-	}
-	c.f = nil
-	return os.Rename(c.tmp, c.path)
-}
+func (c *casesWriter) commit() error { return c.af.Commit() }
 
-func (c *casesWriter) abort() {
-	if c.f != nil {
-		c.f.Close()
-		os.Remove(c.tmp)
-	}
-}
+func (c *casesWriter) abort() { c.af.Abort() }
 
 func writeJSONAtomic(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.WriteFile(path, append(b, '\n'), 0o644)
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/verl-score/verl-score/atomicfile"
 )
 
 // resultFields are the four appended fields; in list mode each is a list
@@ -40,7 +42,7 @@ type writerOnly struct{ io.Writer }
 // larger Options.BatchRows gives larger row groups). Buffering several
 // batches into bigger row groups measured worse (peak heap x3).
 type parquetWriter struct {
-	af     *atomicFile
+	af     *atomicfile.File
 	fw     *pqarrow.FileWriter
 	schema *arrow.Schema
 	isList bool
@@ -49,7 +51,7 @@ type parquetWriter struct {
 	mem    memory.Allocator
 }
 
-func newParquetWriter(af *atomicFile, src Reader) (*parquetWriter, error) {
+func newParquetWriter(af *atomicfile.File, src Reader) (*parquetWriter, error) {
 	w := &parquetWriter{af: af, mem: memory.DefaultAllocator}
 	if pr, ok := src.(*parquetReader); ok {
 		if err := w.start(pr.schema.Fields(), pr.respList); err != nil {
@@ -70,7 +72,7 @@ func (w *parquetWriter) start(in []arrow.Field, isList bool) error {
 		parquet.WithAllocator(w.mem),
 		parquet.WithStats(false), // min/max of long texts would bloat the footer
 	)
-	fw, err := pqarrow.NewFileWriter(w.schema, writerOnly{w.af.bw}, props,
+	fw, err := pqarrow.NewFileWriter(w.schema, writerOnly{w.af.Writer}, props,
 		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(w.mem)))
 	if err != nil {
 		return fmt.Errorf("create parquet writer: %w", err)
@@ -148,19 +150,19 @@ func (w *parquetWriter) Commit() error {
 	if w.fw == nil {
 		// No rows at all: still a valid file, with the result columns.
 		if err := w.start(nil, false); err != nil {
-			w.af.abort()
+			w.af.Abort()
 			return err
 		}
 	}
 	if err := w.fw.Close(); err != nil {
-		w.af.abort()
+		w.af.Abort()
 		return fmt.Errorf("write parquet: %w", err)
 	}
-	return w.af.commit()
+	return w.af.Commit()
 }
 
 func (w *parquetWriter) Abort() error {
-	return w.af.abort()
+	return w.af.Abort()
 }
 
 // listModeOf decides, from the first row without an error, whether a JSONL

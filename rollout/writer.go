@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
+
+	"github.com/verl-score/verl-score/atomicfile"
 )
 
 // RowResult is what the scorer produced for one row, aligned with
@@ -33,7 +33,7 @@ type Writer interface {
 
 // Create writes to path, in the format its extension names (.parquet,
 // .jsonl or .json). Output goes to a temporary file next to path (path +
-// ".tmp-<random>") that Commit renames onto path, so path never holds a
+// ".tmp-<pid>-<random>") that Commit renames onto path, so path never holds a
 // partial output. src is the reader the batches come from; it tells the
 // parquet writer the input schema before the first batch.
 //
@@ -59,7 +59,7 @@ func Create(path string, src Reader) (Writer, error) {
 	if f == formatUnknown {
 		return nil, fmt.Errorf("create output %s: unknown format (want .parquet, .jsonl or .json)", path)
 	}
-	af, err := newAtomicFile(path)
+	af, err := atomicfile.Create(path, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -67,10 +67,10 @@ func Create(path string, src Reader) (Writer, error) {
 	if f == formatParquet {
 		w, err = newParquetWriter(af, src)
 	} else {
-		w = &jsonlWriter{out: af.bw, af: af}
+		w = &jsonlWriter{out: af.Writer, af: af}
 	}
 	if err != nil {
-		af.abort()
+		af.Abort()
 		return nil, err
 	}
 	return w, nil
@@ -80,69 +80,6 @@ func Create(path string, src Reader) (Writer, error) {
 // flushes; Abort only stops.
 func NewJSONLWriter(w io.Writer) Writer {
 	return &jsonlWriter{out: bufio.NewWriterSize(w, 256<<10)}
-}
-
-// atomicFile is a temporary file renamed onto its final path on commit.
-type atomicFile struct {
-	final string
-	f     *os.File
-	bw    *bufio.Writer
-	done  bool
-}
-
-func newAtomicFile(path string) (*atomicFile, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return nil, fmt.Errorf("create output: %w", err)
-	}
-	return &atomicFile{final: path, f: f, bw: bufio.NewWriterSize(f, 1<<20)}, nil
-}
-
-func (a *atomicFile) commit() error {
-	if a.done {
-		return errors.New("output already committed or aborted")
-	}
-	a.done = true
-	fail := func(err error) error {
-		a.f.Close()
-		os.Remove(a.f.Name())
-		return fmt.Errorf("write %s: %w", a.final, err)
-	}
-	if err := a.bw.Flush(); err != nil {
-		return fail(err)
-	}
-	if err := a.f.Chmod(0o644); err != nil {
-		return fail(err)
-	}
-	if err := a.f.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := a.f.Close(); err != nil {
-		os.Remove(a.f.Name())
-		return fmt.Errorf("write %s: %w", a.final, err)
-	}
-	if err := os.Rename(a.f.Name(), a.final); err != nil {
-		os.Remove(a.f.Name())
-		return fmt.Errorf("write %s: %w", a.final, err)
-	}
-	// Make the rename itself durable; not every file system allows it.
-	if d, err := os.Open(filepath.Dir(a.final)); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
-}
-
-func (a *atomicFile) abort() error {
-	if a.done {
-		return nil
-	}
-	a.done = true
-	a.f.Close()
-	if err := os.Remove(a.f.Name()); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove temporary output: %w", err)
-	}
-	return nil
 }
 
 // entry is one response's result, ready to write.
@@ -207,7 +144,7 @@ func entries(row Row, r RowResult, isList bool) ([]entry, error) {
 // jsonlWriter writes JSON lines.
 type jsonlWriter struct {
 	out *bufio.Writer
-	af  *atomicFile // nil when writing to a stream
+	af  *atomicfile.File // nil when writing to a stream
 	buf []byte
 }
 
@@ -255,14 +192,14 @@ func (w *jsonlWriter) Write(b *Batch, res []RowResult) error {
 
 func (w *jsonlWriter) Commit() error {
 	if w.af != nil {
-		return w.af.commit()
+		return w.af.Commit()
 	}
 	return w.out.Flush()
 }
 
 func (w *jsonlWriter) Abort() error {
 	if w.af != nil {
-		return w.af.abort()
+		return w.af.Abort()
 	}
 	return nil
 }

@@ -1,0 +1,157 @@
+// Package atomicfile writes an output so that its path holds either the old
+// content or the whole new one: the bytes go to a temporary file in the same
+// directory, which is synced, renamed onto the path, and the directory synced.
+//
+// Temporary names carry the writer's process id (PATH.tmp-<pid>-<random>),
+// so that CleanStale can remove those a killed run left behind without
+// touching those of a run still going.
+package atomicfile
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// File is an output being written. It is not safe for concurrent use.
+type File struct {
+	final string
+	f     *os.File
+	*bufio.Writer
+	perm os.FileMode
+	done bool
+}
+
+// CreateTemp creates an empty temporary file for path, named so that
+// CleanStale recognises it once this process is gone. The caller renames or
+// removes it.
+func CreateTemp(path string) (*os.File, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), tempPrefix(path)+strconv.Itoa(os.Getpid())+"-*")
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// Create starts writing path. The file gets mode perm on Commit.
+func Create(path string, perm os.FileMode) (*File, error) {
+	f, err := CreateTemp(path)
+	if err != nil {
+		return nil, err
+	}
+	return &File{final: path, f: f, Writer: bufio.NewWriterSize(f, 1<<20), perm: perm}, nil
+}
+
+// Name is the final path.
+func (a *File) Name() string { return a.final }
+
+// TempName is the temporary file's path.
+func (a *File) TempName() string { return a.f.Name() }
+
+// Commit flushes, syncs and renames the temporary file onto the path, then
+// syncs the directory.
+func (a *File) Commit() error {
+	if a.done {
+		return errors.New("output already committed or aborted")
+	}
+	a.done = true
+	fail := func(err error) error {
+		a.f.Close()
+		os.Remove(a.f.Name())
+		return fmt.Errorf("write %s: %w", a.final, err)
+	}
+	if err := a.Flush(); err != nil {
+		return fail(err)
+	}
+	if err := a.f.Chmod(a.perm); err != nil {
+		return fail(err)
+	}
+	if err := a.f.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := a.f.Close(); err != nil {
+		os.Remove(a.f.Name())
+		return fmt.Errorf("write %s: %w", a.final, err)
+	}
+	if err := os.Rename(a.f.Name(), a.final); err != nil {
+		os.Remove(a.f.Name())
+		return fmt.Errorf("write %s: %w", a.final, err)
+	}
+	SyncDir(filepath.Dir(a.final)) // not every file system allows it
+	return nil
+}
+
+// Abort removes the temporary file; after Commit it does nothing.
+func (a *File) Abort() error {
+	if a.done {
+		return nil
+	}
+	a.done = true
+	a.f.Close()
+	return os.Remove(a.f.Name())
+}
+
+// WriteFile writes data to path atomically.
+func WriteFile(path string, data []byte, perm os.FileMode) error {
+	a, err := Create(path, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := a.Write(data); err != nil {
+		a.Abort()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return a.Commit()
+}
+
+// SyncDir makes renames and new files in dir durable.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+func tempPrefix(path string) string { return filepath.Base(path) + ".tmp-" }
+
+// CleanStale removes the temporary files of path left by processes that no
+// longer run, and returns their names.
+func CleanStale(path string) []string {
+	dir := filepath.Dir(path)
+	prefix := tempPrefix(path)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var removed []string
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasPrefix(name, prefix) || !e.Type().IsRegular() {
+			continue
+		}
+		pidText, _, ok := strings.Cut(name[len(prefix):], "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || err != nil || pid <= 0 || ProcessAlive(pid) {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		if os.Remove(p) == nil {
+			removed = append(removed, p)
+		}
+	}
+	return removed
+}
+
+// ProcessAlive reports whether a process with this id exists (a process of
+// another user counts).
+func ProcessAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
