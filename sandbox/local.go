@@ -22,11 +22,13 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/verl-score/verl-score/atomicfile"
 	"github.com/verl-score/verl-score/sandbox/nsinit"
 	"github.com/verl-score/verl-score/sandboxclient"
 	"golang.org/x/sync/singleflight"
@@ -148,7 +150,10 @@ func New(opts Options) (*Local, error) {
 	if opts.Warn == nil {
 		opts.Warn = os.Stderr
 	}
-	root, err := os.MkdirTemp(opts.TempDir, "verl-score-sandbox-")
+	if removed := cleanStaleRoots(opts.TempDir); len(removed) > 0 {
+		fmt.Fprintf(opts.Warn, "verl-score: removed %d sandbox directories left by killed runs in %s\n", len(removed), opts.TempDir)
+	}
+	root, err := os.MkdirTemp(opts.TempDir, rootPrefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		return nil, fmt.Errorf("create sandbox directory: %w", err)
 	}
@@ -675,4 +680,37 @@ func sysrootArgs(argv, env []string) ([]string, []string) {
 	out := append([]string{fdSysroot + "/bin/rustc", "--sysroot", fdSysroot}, argv[1:]...)
 	out = append(out, "-C", "link-arg=-fuse-ld=bfd")
 	return out, append(env, "LD_LIBRARY_PATH="+fdSysroot+"/lib")
+}
+
+// rootPrefix starts the name of a sandbox's directory, followed by the id
+// of the process that made it.
+const rootPrefix = "verl-score-sandbox-"
+
+// cleanStaleRoots removes the directories that sandboxes of processes no
+// longer running (a kill -9, a crash) left in dir, and returns them. Their
+// files may belong to the per-run users; as root that does not matter, and
+// otherwise what cannot be removed stays. No mount points live there: a
+// run's view is mounted only inside its own mount namespace.
+func cleanStaleRoots(dir string) []string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var removed []string
+	for _, e := range entries {
+		name := e.Name()
+		if !e.IsDir() || !strings.HasPrefix(name, rootPrefix) {
+			continue
+		}
+		pidText, _, ok := strings.Cut(name[len(rootPrefix):], "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || err != nil || pid <= 0 || atomicfile.ProcessAlive(pid) {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		if os.RemoveAll(p) == nil {
+			removed = append(removed, p)
+		}
+	}
+	return removed
 }

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -355,5 +357,51 @@ func TestJavaTuples(t *testing.T) {
 	}
 	if resp.Status != sandboxclient.StatusSuccess || resp.RunResult == nil || resp.RunResult.Stdout != "1x\n" {
 		t.Fatalf("got %s, want success printing 1x", respText(resp, nil))
+	}
+}
+
+// A sandbox removes the directories of sandboxes whose process died (kill -9
+// of run or serve), keeps those of live ones, and removes its own on Close.
+func TestNewRemovesDirectoriesOfDeadSandboxes(t *testing.T) {
+	tmp := t.TempDir()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead := strconv.Itoa(cmd.Process.Pid)
+	live := strconv.Itoa(os.Getppid())
+	stale := filepath.Join(tmp, "verl-score-sandbox-"+dead+"-77", "runs", "r1")
+	kept := filepath.Join(tmp, "verl-score-sandbox-"+live+"-88")
+	for _, d := range []string{stale, kept} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A file a run made unwritable, as hostile code would.
+	if err := os.WriteFile(filepath.Join(stale, "x"), []byte("x"), 0o000); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(stale, 0o500)
+	var warn bytes.Buffer
+	l, err := New(Options{TempDir: tmp, Warn: &warn, Isolation: IsolationNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Dir(filepath.Dir(stale))); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("directory of a dead sandbox still there (err %v)", err)
+	}
+	if _, err := os.Stat(kept); err != nil {
+		t.Errorf("directory of a live process removed: %v", err)
+	}
+	if !strings.Contains(warn.String(), "removed 1 sandbox directories") {
+		t.Errorf("no note about the removal: %q", warn.String())
+	}
+	own := l.root
+	if !strings.HasPrefix(filepath.Base(own), "verl-score-sandbox-"+strconv.Itoa(os.Getpid())+"-") {
+		t.Errorf("sandbox directory %s does not carry this process's id", own)
+	}
+	l.Close()
+	if _, err := os.Stat(own); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Close left %s", own)
 	}
 }
