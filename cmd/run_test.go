@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -174,5 +175,63 @@ func TestRunStdinToStdout(t *testing.T) {
 	}
 	if code, _, stderr := run(context.Background(), "run", "-", "-o", "-", "--resume"); code != ExitFailed || !strings.Contains(stderr, "cannot be resumed") {
 		t.Errorf("resume to stdout: got exit %d, %q; want a refusal", code, stderr)
+	}
+}
+
+// A JSONL row with invalid UTF-8 in its strings (a prompt, a response) is
+// scored as Python would read it with errors="replace": the output line is
+// valid JSON for Python's json.loads, and the summary counts the row.
+func TestRunInvalidUTF8(t *testing.T) {
+	py, err := exec.LookPath("/usr/bin/python3")
+	if err != nil {
+		t.Skip("no /usr/bin/python3")
+	}
+	dir := t.TempDir()
+	b, err := os.ReadFile("../testdata/example.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	clean := lines[0]
+	// Bad bytes in the prompt and in a comment at the end of each response's
+	// first line of code would be kept as is by a byte copy.
+	bad := strings.Replace(clean, `"content": "The black king`, "\"content\": \"The \xff black \xe2\x82 king", 1)
+	bad = strings.Replace(bad, "```python\\n", "```python\\n# \xed\xa0\x80 \xc3\\n", -1)
+	if bad == clean || !strings.Contains(bad, "\xed\xa0\x80") {
+		t.Fatal("the example's first row changed shape; update the test")
+	}
+	in := filepath.Join(dir, "rows.jsonl")
+	if err := os.WriteFile(in, []byte(clean+bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := sandboxServer(t, 0, nil)
+	out := filepath.Join(dir, "out.jsonl")
+	code, stdout, stderr := run(context.Background(), "run", in, "-o", out, "-q", "--json", "--sandbox-url", srv.URL+"/run_code")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "rows.jsonl:2:") || !strings.Contains(stderr, "U+FFFD") {
+		t.Errorf("no note naming the row: %s", stderr)
+	}
+	var sum struct {
+		Rows  int `json:"rows_with_invalid_utf8"`
+		Bytes int `json:"invalid_utf8_bytes_replaced"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
+		t.Fatal(err)
+	}
+	responses := strings.Count(bad, "```python\\n# ")
+	if want := 3 + responses*4; sum.Rows != 1 || sum.Bytes != want {
+		t.Errorf("summary counts %d rows, %d bytes; want 1 row, %d bytes", sum.Rows, sum.Bytes, want)
+	}
+	// Python reads every output line strictly, and the damaged row scores as
+	// the clean one does (the bad bytes sit in a comment).
+	check := exec.Command(py, "-c", `import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1], encoding="utf-8", errors="strict")]
+assert "\ufffd black \ufffd king" in rows[1]["prompt"][0]["content"], rows[1]["prompt"][0]["content"][:40]
+assert rows[0]["reward"] == rows[1]["reward"] and rows[1]["reward_error"] == [None] * len(rows[1]["reward"]), (rows[0]["reward"], rows[1]["reward"], rows[1]["reward_error"])
+print(len(rows))`, out)
+	if msg, err := check.CombinedOutput(); err != nil || strings.TrimSpace(string(msg)) != "2" {
+		t.Fatalf("python json.loads of the output: %v\n%s", err, msg)
 	}
 }

@@ -278,6 +278,9 @@ func (p *pipeline) feed(ctx context.Context, rd rollout.Reader, in chan<- score.
 		p.mu.Unlock()
 		for i := range b.Rows {
 			row := &b.Rows[i]
+			if row.InvalidUTF8Bytes > 0 {
+				p.invalidUTF8(row)
+			}
 			if rec, ok := p.done[row.Index]; ok {
 				p.finishRow(bs, i, rec, true)
 				continue
@@ -328,6 +331,20 @@ func (p *pipeline) dataSource(row *rollout.Row) string {
 		return row.DataSource
 	}
 	return p.opts.DataSource
+}
+
+// invalidUTF8 counts a row whose invalid UTF-8 was replaced, and says so
+// for the first one.
+func (p *pipeline) invalidUTF8(row *rollout.Row) {
+	p.mu.Lock()
+	p.sum.InvalidUTF8Rows++
+	p.sum.InvalidUTF8Bytes += row.InvalidUTF8Bytes
+	first := p.sum.InvalidUTF8Rows == 1
+	p.mu.Unlock()
+	if first && p.opts.Warn != nil {
+		p.opts.Warn(fmt.Sprintf("%s:%d: %d bytes of invalid UTF-8 replaced by U+FFFD, as Python's errors=\"replace\" does; "+
+			"the summary counts every such row", row.File, row.Line, row.InvalidUTF8Bytes))
+	}
 }
 
 // maxRowWarnings bounds the bad-row messages printed; the rest are counted.

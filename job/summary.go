@@ -20,6 +20,9 @@ type Summary struct {
 	Overall     *Group            `json:"overall"`
 	BySource    map[string]*Group `json:"by_data_source"`
 	Resumed     int               `json:"rows_resumed"`
+	// Rows whose line held invalid UTF-8, and the bytes replaced by U+FFFD.
+	InvalidUTF8Rows  int `json:"rows_with_invalid_utf8"`
+	InvalidUTF8Bytes int `json:"invalid_utf8_bytes_replaced"`
 	// resumedCases are the cases of the rows taken from the journal: they
 	// were not run by this process and do not count in CasesPerSec.
 	resumedCases int
@@ -236,6 +239,9 @@ func (s *Summary) WriteTable(w io.Writer) {
 	}
 	if s.Resumed > 0 {
 		fmt.Fprintf(w, "; %d rows taken from the journal", s.Resumed)
+	}
+	if s.InvalidUTF8Rows > 0 {
+		fmt.Fprintf(w, "; %d rows held invalid UTF-8 (%d bytes replaced by U+FFFD)", s.InvalidUTF8Rows, s.InvalidUTF8Bytes)
 	}
 	fmt.Fprintln(w)
 }

@@ -34,6 +34,7 @@ type jsonlReader struct {
 type pendingLine struct {
 	raw []byte
 	no  int
+	bad int // invalid UTF-8 bytes replaced by U+FFFD
 }
 
 func newJSONLReader(r io.Reader, closer io.Closer, name string, opts Options) (*jsonlReader, error) {
@@ -44,17 +45,17 @@ func newJSONLReader(r io.Reader, closer io.Closer, name string, opts Options) (*
 		opts:   opts,
 	}
 	// Peek at the first row to tell a dump file from dataset rows.
-	raw, no, err := jr.readLine()
+	first, err := jr.readLine()
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
 	if err == nil {
-		if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '[' && !json.Valid(t) {
+		if t := bytes.TrimSpace(first.raw); len(t) > 0 && t[0] == '[' && !json.Valid(t) {
 			// Most likely a pretty-printed JSON array, not JSON lines.
-			return nil, fmt.Errorf("%s:%d: starts a JSON array; want JSON lines (one object per line)", name, no)
+			return nil, fmt.Errorf("%s:%d: starts a JSON array; want JSON lines (one object per line)", name, first.no)
 		}
-		jr.pending = append(jr.pending, pendingLine{raw: raw, no: no})
-		if ms, err := parseObject(raw); err == nil {
+		jr.pending = append(jr.pending, first)
+		if ms, err := parseObject(first.raw); err == nil {
 			_, hasOut := get(ms, dumpResponseKey)
 			_, hasGTS := get(ms, dumpGroundTruthKey)
 			_, hasResp := lookup(ms, opts.ResponseKey)
@@ -65,18 +66,20 @@ func newJSONLReader(r io.Reader, closer io.Closer, name string, opts Options) (*
 }
 
 // readLine returns the next non-blank line without its line ending and
-// trailing blanks, and its 1-based number.
-func (r *jsonlReader) readLine() ([]byte, int, error) {
+// trailing blanks, and its 1-based number. Invalid UTF-8 in the line is
+// replaced by U+FFFD as Python's errors="replace" would, so that the code
+// run and the output written are what verl would see and valid JSON.
+func (r *jsonlReader) readLine() (pendingLine, error) {
 	if len(r.pending) > 0 {
 		p := r.pending[0]
 		r.pending = r.pending[1:]
-		return p.raw, p.no, nil
+		return p, nil
 	}
 	for !r.done {
 		b, err := r.br.ReadBytes('\n')
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
-				return nil, 0, err
+				return pendingLine{}, err
 			}
 			r.done = true
 			if len(b) == 0 {
@@ -88,9 +91,10 @@ func (r *jsonlReader) readLine() ([]byte, int, error) {
 		if len(bytes.TrimLeft(b, " \t")) == 0 {
 			continue
 		}
-		return b, r.lineNo, nil
+		b, bad := replaceInvalidUTF8(b)
+		return pendingLine{raw: b, no: r.lineNo, bad: bad}, nil
 	}
-	return nil, 0, io.EOF
+	return pendingLine{}, io.EOF
 }
 
 // Kind reports Dump for rollout dump lines and JSONL otherwise.
@@ -116,17 +120,18 @@ func (r *jsonlReader) Next() (*Batch, error) {
 	n := r.opts.BatchRows
 	b := &Batch{Rows: make([]Row, 0, n), lines: make([]srcLine, 0, n)}
 	for len(b.Rows) < n {
-		raw, no, err := r.readLine()
+		line, err := r.readLine()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", r.name, err)
 		}
-		row, sl, err := r.parseRow(raw, no)
+		row, sl, err := r.parseRow(line.raw, line.no)
 		if err != nil {
 			return nil, err
 		}
+		row.InvalidUTF8Bytes = line.bad
 		b.Rows = append(b.Rows, row)
 		b.lines = append(b.lines, sl)
 	}

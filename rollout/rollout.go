@@ -162,6 +162,9 @@ type Row struct {
 	// wrong type). The row still gets exactly one output row; the error is
 	// a *RowError naming the file, line or row, and field.
 	Err error
+	// InvalidUTF8Bytes counts the bytes of the row's line that were not
+	// valid UTF-8 and were replaced by U+FFFD (JSONL and dumps).
+	InvalidUTF8Bytes int
 }
 
 // Language is the language of response j from the row's language column:

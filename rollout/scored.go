@@ -62,7 +62,8 @@ type scoredJSONL struct {
 func (s *scoredJSONL) Close() error { return s.jr.Close() }
 
 func (s *scoredJSONL) Next() (*ScoredRow, error) {
-	raw, no, err := s.jr.readLine()
+	line, err := s.jr.readLine()
+	raw, no := line.raw, line.no
 	if err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, io.EOF

@@ -37,7 +37,8 @@ type Writer interface {
 // partial output. src is the reader the batches come from; it tells the
 // parquet writer the input schema before the first batch.
 //
-// Every input column or key is kept untouched and four are appended:
+// Every input column or key is kept untouched (JSONL bytes that are not
+// UTF-8 become U+FFFD, see Row.InvalidUTF8Bytes) and four are appended:
 // reward (double), case_results (list<int8>; JSON true/false for 1/0 and
 // integers for -1..-4), case_status (list<string>) and reward_error (string,
 // null when none). Where the response column is a list, each of the four is a
