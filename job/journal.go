@@ -86,6 +86,9 @@ type journal struct {
 	f    *os.File
 	w    *bufio.Writer
 
+	syncRows  int           // sync once this many rows wait (journalSyncRows)
+	syncEvery time.Duration // sync this often while rows wait (journalSyncEvery)
+
 	mu      sync.Mutex
 	pending int // rows written since the last sync
 	err     error
@@ -100,7 +103,7 @@ func (j *journal) startSyncing() {
 	j.stop, j.stopped = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(j.stopped)
-		t := time.NewTicker(journalSyncEvery)
+		t := time.NewTicker(j.syncEvery)
 		defer t.Stop()
 		for {
 			select {
@@ -127,7 +130,7 @@ func createJournal(path string, hdr journalHeader, keep map[int]*rowRecord) (*jo
 		os.Remove(f.Name())
 		return nil, err
 	}
-	j := &journal{path: path, f: f, w: bufio.NewWriterSize(f, 1<<16)}
+	j := &journal{path: path, f: f, w: bufio.NewWriterSize(f, 1<<16), syncRows: journalSyncRows, syncEvery: journalSyncEvery}
 	if err := j.write(hdr); err != nil {
 		return fail(err)
 	}
@@ -171,7 +174,7 @@ func (j *journal) write(v any) error {
 		return fmt.Errorf("journal %s: %w", j.path, err)
 	}
 	j.pending++
-	if j.pending >= journalSyncRows {
+	if j.pending >= j.syncRows {
 		j.err = j.syncLocked()
 	}
 	return j.err
