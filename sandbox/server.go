@@ -68,7 +68,8 @@ func DefaultMaxQueueBytes() int64 {
 	if syscall.Sysinfo(&si) == nil {
 		total = int64(si.Totalram) * int64(si.Unit)
 	}
-	return min(max(total/16, 64<<20), 4<<30)
+	// Whole MiB, so that help and logs show a round figure.
+	return min(max(total/16, 64<<20), 4<<30) &^ (1<<20 - 1)
 }
 
 // Server answers SandboxFusion's HTTP API (POST /run_code) with a
