@@ -35,7 +35,7 @@ EXIT STATUS
 func checkKeys() []string {
 	var keys []string
 	for _, k := range scoringKeys {
-		if k != "infra_errors" && k != "cases_out_max_text" {
+		if k != "infra_errors" && k != "max_infra_errors" && k != "cases_out_max_text" {
 			keys = append(keys, k)
 		}
 	}

@@ -19,7 +19,7 @@ import (
 var scoringKeys = []string{
 	"sandbox_url", "max_concurrent", "timeout", "memory_limit_mb", "mode", "language", "extract",
 	"no_compile_skip", "response_key", "data_source_key", "ground_truth_key", "data_source", "language_key",
-	"infra_errors", "cases_out_max_text", "retry_overload", "retry_sandbox_errors",
+	"infra_errors", "max_infra_errors", "cases_out_max_text", "retry_overload", "retry_sandbox_errors",
 	"local_concurrency", "isolation",
 }
 
@@ -158,6 +158,13 @@ func runRun(c *cobra.Command, opts *runOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := sum.CheckInfra(cfg.MaxInfraErrors); err != nil {
+		return fmt.Errorf("%w (sandbox: %s); the output %s holds the rows, with these failures as verdict -1", err, sc.desc, output)
+	}
+	if frac, sent := sum.InfraFraction(); frac > 0 {
+		fmt.Fprintf(errOut, "verl-score: warning: %d of %d responses (%.1f%%) met an infrastructure error; their failed cases are -1, not the code's fault\n",
+			sum.Overall.InfraResponses, sent, 100*frac)
+	}
 	return nil
 }
 
@@ -170,7 +177,7 @@ func resumeCommand(c *cobra.Command, opts *runOptions) string {
 		}
 		parts = append(parts, "--"+f.Name+"="+shellQuote(f.Value.String()))
 	})
-	if c.Flags().Lookup("output").Changed == false {
+	if !c.Flags().Lookup("output").Changed {
 		parts = append(parts, "-o", shellQuote(job.DefaultOutput(opts.input)))
 	}
 	parts = append(parts, "--resume")

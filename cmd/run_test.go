@@ -235,3 +235,63 @@ print(len(rows))`, out)
 		t.Fatalf("python json.loads of the output: %v\n%s", err, msg)
 	}
 }
+
+// A sandbox that cannot be reached gives -1 everywhere: run writes the
+// output but fails, saying the sandbox is unusable; a sandbox that fails
+// some requests fails the run above --max-infra-errors and warns below it.
+func TestRunInfraFailuresAreNotResults(t *testing.T) {
+	dir := t.TempDir()
+	in := exampleRows(t, dir, 4)
+	lines := func(path string) int {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("output: %v", err)
+		}
+		return strings.Count(string(b), "\n")
+	}
+
+	dead := filepath.Join(dir, "dead.jsonl")
+	code, _, stderr := run(context.Background(), "run", in, "-o", dead, "-q", "--retry-overload=false", "--sandbox-url", "http://127.0.0.1:1/run_code")
+	if code != ExitFailed || !strings.Contains(stderr, "sandbox unusable") || !strings.Contains(stderr, "connection refused") {
+		t.Errorf("dead sandbox: exit %d, stderr %q; want exit %d and sandbox unusable with the first error", code, stderr, ExitFailed)
+	}
+	if n := lines(dead); n != 4 {
+		t.Errorf("dead sandbox: output holds %d rows, want 4", n)
+	}
+
+	// Every 25th request gets a 500, as an overloaded proxy would answer.
+	in = exampleRows(t, dir, 10)
+	local, err := sandbox.New(sandbox.Options{Warn: &bytes.Buffer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { local.Close() })
+	h := sandbox.NewServer(local, sandbox.ServerOptions{}).Handler()
+	var n atomic.Int64
+	flaky := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1)%25 == 0 {
+			http.Error(w, "upstream overloaded", http.StatusInternalServerError)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(flaky.Close)
+	for _, tc := range []struct {
+		max  string
+		code int
+		msg  string
+	}{
+		{"0.05", ExitFailed, "too many infrastructure errors"},
+		{"1", ExitOK, "warning: "},
+	} {
+		out := filepath.Join(dir, "flaky"+tc.max+".jsonl")
+		code, _, stderr := run(context.Background(), "run", in, "-o", out, "-q", "--max-concurrent", "1",
+			"--sandbox-url", flaky.URL+"/run_code", "--max-infra-errors", tc.max)
+		if code != tc.code || !strings.Contains(stderr, tc.msg) || !strings.Contains(stderr, "infrastructure") {
+			t.Errorf("--max-infra-errors %s: exit %d, stderr %q; want exit %d and %q", tc.max, code, stderr, tc.code, tc.msg)
+		}
+		if n := lines(out); n != 10 {
+			t.Errorf("--max-infra-errors %s: output holds %d rows, want 10", tc.max, n)
+		}
+	}
+}

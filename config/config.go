@@ -33,8 +33,9 @@ type Config struct {
 	DataSource     string `mapstructure:"data_source"`
 	LanguageKey    string `mapstructure:"language_key"`
 
-	InfraErrors     string `mapstructure:"infra_errors"`
-	CasesOutMaxText int    `mapstructure:"cases_out_max_text"`
+	InfraErrors     string  `mapstructure:"infra_errors"`
+	MaxInfraErrors  float64 `mapstructure:"max_infra_errors"`
+	CasesOutMaxText int     `mapstructure:"cases_out_max_text"`
 
 	RetryOverload      bool   `mapstructure:"retry_overload"`
 	RetrySandboxErrors int    `mapstructure:"retry_sandbox_errors"`
@@ -67,6 +68,7 @@ func Settings() []Setting {
 		{"data_source", "data-source", "", "data source for rows that have none (rollout dumps)"},
 		{"language_key", "language-key", "", "dotted path of a per-row language (a string, or a list aligned with the responses) that overrides --language, e.g. extra_info.response_languages"},
 		{"infra_errors", "infra-errors", "score", "responses with infrastructure failures: score (count them, as verl) or mask (leave them out of the means)"},
+		{"max_infra_errors", "max-infra-errors", 0.05, "fail (exit 1, after writing the output) when more than this fraction of the responses sent met an infrastructure error; all of them failing always does"},
 		{"cases_out_max_text", "cases-out-max-text", 4096, "bytes of stdout/stderr kept per case in --cases-out"},
 		{"retry_overload", "retry-overload", true, "retry 429, 503 and refused/reset connections with backoff"},
 		{"retry_sandbox_errors", "retry-sandbox-errors", 1, "attempts in all for a SandboxError answer (1 = no retry, as verl)"},
@@ -188,6 +190,9 @@ func (c *Config) Validate() error {
 	oneOf("mode", c.Mode, "auto", "continuous", "all")
 	oneOf("extract", c.Extract, "verl", "prime")
 	oneOf("infra_errors", c.InfraErrors, "score", "mask")
+	if c.MaxInfraErrors < 0 || c.MaxInfraErrors > 1 {
+		errs = append(errs, fmt.Errorf("max_infra_errors must be a fraction from 0 to 1, got %g", c.MaxInfraErrors))
+	}
 	oneOf("isolation", c.LocalIsolation, "auto", "basic", "none")
 	return errors.Join(errs...)
 }

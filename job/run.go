@@ -409,6 +409,14 @@ func (p *pipeline) collect(r *score.Result) error {
 		rr.Err = &e
 	}
 	rec.Responses[sl.idx] = rr
+	if rr.Infra && p.sum.FirstInfraError == "" {
+		for _, c := range r.Cases {
+			if c.Infra && c.APIRequestError != nil {
+				p.sum.FirstInfraError = *c.APIRequestError
+				break
+			}
+		}
+	}
 	if rec.Cases != nil {
 		rec.Cases[sl.idx] = trimCases(r.Cases, p.opts.MaxText)
 	}

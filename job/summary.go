@@ -1,6 +1,7 @@
 package job
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -23,6 +24,9 @@ type Summary struct {
 	// Rows whose line held invalid UTF-8, and the bytes replaced by U+FFFD.
 	InvalidUTF8Rows  int `json:"rows_with_invalid_utf8"`
 	InvalidUTF8Bytes int `json:"invalid_utf8_bytes_replaced"`
+	// FirstInfraError is the first infrastructure error seen, for the
+	// message that says the sandbox is unusable.
+	FirstInfraError string `json:"first_infra_error,omitempty"`
 	// resumedCases are the cases of the rows taken from the journal: they
 	// were not run by this process and do not count in CasesPerSec.
 	resumedCases int
@@ -244,4 +248,46 @@ func (s *Summary) WriteTable(w io.Writer) {
 		fmt.Fprintf(w, "; %d rows held invalid UTF-8 (%d bytes replaced by U+FFFD)", s.InvalidUTF8Rows, s.InvalidUTF8Bytes)
 	}
 	fmt.Fprintln(w)
+}
+
+// ErrSandboxUnusable: every response that reached the sandbox failed at
+// the infrastructure level, so the rewards say nothing about the code.
+var ErrSandboxUnusable = errors.New("sandbox unusable")
+
+// ErrTooManyInfraErrors: more responses than allowed had infrastructure
+// errors.
+var ErrTooManyInfraErrors = errors.New("too many infrastructure errors")
+
+// InfraFraction is the share of the responses sent to the sandbox whose
+// cases met an infrastructure failure (verdict -1 from a request that
+// failed, not from the code), and how many were sent.
+func (s *Summary) InfraFraction() (frac float64, sent int) {
+	g := s.Overall
+	sent = g.Responses - g.ResponseErrors
+	if sent <= 0 {
+		return 0, 0
+	}
+	return float64(g.InfraResponses) / float64(sent), sent
+}
+
+// CheckInfra says whether the run's rewards can be trusted: an error
+// wrapping ErrSandboxUnusable when every response sent failed at the
+// infrastructure level, ErrTooManyInfraErrors when more than maxFrac did.
+func (s *Summary) CheckInfra(maxFrac float64) error {
+	frac, sent := s.InfraFraction()
+	if sent == 0 || s.Overall.InfraResponses == 0 {
+		return nil
+	}
+	first := ""
+	if s.FirstInfraError != "" {
+		first = "; first error: " + s.FirstInfraError
+	}
+	if s.Overall.InfraResponses == sent {
+		return fmt.Errorf("%w: all %d responses sent failed at the infrastructure level, so every reward is 0%s", ErrSandboxUnusable, sent, first)
+	}
+	if frac > maxFrac {
+		return fmt.Errorf("%w: %d of %d responses (%.1f%%) failed at the infrastructure level, more than --max-infra-errors %g allows%s",
+			ErrTooManyInfraErrors, s.Overall.InfraResponses, sent, 100*frac, maxFrac, first)
+	}
+	return nil
 }
