@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/verl-score/verl-score/rollout"
 )
 
 // Exit codes shared by every command.
@@ -113,7 +115,7 @@ func exitCode(err error, w io.Writer) int {
 	}
 	fmt.Fprintln(w, "verl-score:", err)
 	var ue *UsageError
-	if errors.As(err, &ue) {
+	if errors.As(err, &ue) || errors.Is(err, rollout.ErrMissingColumn) {
 		return ExitUsage
 	}
 	return ExitFailed

@@ -100,6 +100,7 @@ func scoringSetup(cfg *config.Config) (score.Options, rollout.Options, error) {
 	}
 	ro := rollout.DefaultOptions()
 	ro.ResponseKey = cfg.ResponseKey
+	ro.RequireDataSource = cfg.DataSourceKey != ro.DataSourceKey // chosen, not defaulted
 	ro.DataSourceKey = cfg.DataSourceKey
 	ro.GroundTruthKey = cfg.GroundTruthKey
 	ro.LanguageKey = cfg.LanguageKey

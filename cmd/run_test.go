@@ -295,3 +295,35 @@ func TestRunInfraFailuresAreNotResults(t *testing.T) {
 		}
 	}
 }
+
+// A misspelt key stops run before anything is scored: exit 2, the key and
+// the columns there are, and no output.
+func TestRunMisspeltKey(t *testing.T) {
+	dir := t.TempDir()
+	in := exampleRows(t, dir, 3)
+	for _, tc := range []struct {
+		input string
+		flags []string
+		want  []string
+	}{
+		{in, []string{"--response-key", "respones"}, []string{`no response column "respones"`, "responses", "reward_model.ground_truth"}},
+		{in, []string{"--ground-truth-key", "reward_model.groundtruth"}, []string{`no ground truth column "reward_model.groundtruth"`}},
+		{in, []string{"--data-source-key", "datasource"}, []string{`no data source column "datasource"`, "data_source"}},
+		{"../testdata/rollout/verl_rows.parquet", []string{"--response-key", "respones"}, []string{`verl_rows.parquet: no response column "respones"`, "responses"}},
+	} {
+		out := filepath.Join(dir, "out.jsonl")
+		args := append([]string{"run", tc.input, "-o", out, "-q", "--sandbox-url", "http://127.0.0.1:1/run_code"}, tc.flags...)
+		code, _, stderr := run(context.Background(), args...)
+		if code != ExitUsage {
+			t.Errorf("%v: exit %d, want %d (stderr %q)", tc.flags, code, ExitUsage, stderr)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("%v: stderr %q lacks %q", tc.flags, stderr, w)
+			}
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("%v: an output was written", tc.flags)
+		}
+	}
+}

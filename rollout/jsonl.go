@@ -25,7 +25,8 @@ type jsonlReader struct {
 	opts   Options
 	dump   bool // lines are rollout dump lines
 
-	lineNo    int // number of the last line read
+	lineNo    int  // number of the last line read
+	peeking   bool // readLine reads past the pending lines
 	pending   []pendingLine
 	nextIndex int
 	done      bool
@@ -49,28 +50,58 @@ func newJSONLReader(r io.Reader, closer io.Closer, name string, opts Options) (*
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
-	if err == nil {
-		if t := bytes.TrimSpace(first.raw); len(t) > 0 && t[0] == '[' && !json.Valid(t) {
-			// Most likely a pretty-printed JSON array, not JSON lines.
-			return nil, fmt.Errorf("%s:%d: starts a JSON array; want JSON lines (one object per line)", name, first.no)
+	if err != nil {
+		return jr, nil
+	}
+	if t := bytes.TrimSpace(first.raw); len(t) > 0 && t[0] == '[' && !json.Valid(t) {
+		// Most likely a pretty-printed JSON array, not JSON lines.
+		return nil, fmt.Errorf("%s:%d: starts a JSON array; want JSON lines (one object per line)", name, first.no)
+	}
+	jr.pending = append(jr.pending, first)
+	ms, err := parseObject(first.raw)
+	if err != nil {
+		return jr, nil // the row gets its error
+	}
+	_, hasOut := get(ms, dumpResponseKey)
+	_, hasGTS := get(ms, dumpGroundTruthKey)
+	_, hasResp := lookup(ms, opts.ResponseKey)
+	jr.dump = hasOut && hasGTS && !hasResp
+	if jr.dump {
+		return jr, nil
+	}
+	// A key that none of the first rows has is most likely misspelt.
+	rows := [][]member{ms}
+	jr.peeking = true
+	defer func() { jr.peeking = false }()
+	for len(rows) < keyCheckRows {
+		line, err := jr.readLine()
+		if errors.Is(err, io.EOF) {
+			break
 		}
-		jr.pending = append(jr.pending, first)
-		if ms, err := parseObject(first.raw); err == nil {
-			_, hasOut := get(ms, dumpResponseKey)
-			_, hasGTS := get(ms, dumpGroundTruthKey)
-			_, hasResp := lookup(ms, opts.ResponseKey)
-			jr.dump = hasOut && hasGTS && !hasResp
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", name, err)
 		}
+		jr.pending = append(jr.pending, line)
+		if ms, err := parseObject(line.raw); err == nil {
+			rows = append(rows, ms)
+		}
+	}
+	if err := checkKeys(rows, name, opts); err != nil {
+		return nil, err
 	}
 	return jr, nil
 }
+
+// keyCheckRows is how many rows are looked at for the keys the scorer
+// needs before the run starts.
+const keyCheckRows = 16
 
 // readLine returns the next non-blank line without its line ending and
 // trailing blanks, and its 1-based number. Invalid UTF-8 in the line is
 // replaced by U+FFFD as Python's errors="replace" would, so that the code
 // run and the output written are what verl would see and valid JSON.
 func (r *jsonlReader) readLine() (pendingLine, error) {
-	if len(r.pending) > 0 {
+	if len(r.pending) > 0 && !r.peeking {
 		p := r.pending[0]
 		r.pending = r.pending[1:]
 		return p, nil
@@ -220,4 +251,45 @@ func (r *jsonlReader) parseRow(raw []byte, no int) (Row, srcLine, error) {
 		}
 	}
 	return row, sl, nil
+}
+
+// checkKeys fails when none of the first rows has a key the scorer needs:
+// with every row lacking it the run would score nothing.
+func checkKeys(rows [][]member, name string, opts Options) error {
+	need := []struct{ what, key string }{{"response", opts.ResponseKey}, {"ground truth", opts.GroundTruthKey}}
+	if opts.RequireDataSource {
+		need = append(need, struct{ what, key string }{"data source", opts.DataSourceKey})
+	}
+	if opts.LanguageKey != "" {
+		need = append(need, struct{ what, key string }{"language", opts.LanguageKey})
+	}
+	for _, n := range need {
+		found := false
+		for _, ms := range rows {
+			if _, ok := lookup(ms, n.key); ok {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return &MissingColumnError{What: n.what, Key: n.key, Where: fmt.Sprintf("%s (first %d rows)", name, len(rows)),
+				Have: objectKeys(rows[0], "", 2)}
+		}
+	}
+	return nil
+}
+
+// objectKeys lists the keys of an object as dotted paths, depth levels
+// down.
+func objectKeys(ms []member, prefix string, depth int) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, prefix+m.key)
+		if depth > 1 && jsonKind(m.val) == '{' {
+			if sub, err := splitObject(m.val); err == nil {
+				out = append(out, objectKeys(sub, prefix+m.key+".", depth-1)...)
+			}
+		}
+	}
+	return out
 }

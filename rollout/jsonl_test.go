@@ -183,7 +183,6 @@ func TestJSONLRowErrors(t *testing.T) {
 		line string
 		want string
 	}{
-		{`{"responses":["a"],"reward_model":{"style":"rule"}}`, `in.jsonl:1: field "reward_model.ground_truth": missing`},
 		{`{"responses":["a"],"reward_model":{"ground_truth":null}}`, `in.jsonl:1: field "reward_model.ground_truth": null`},
 		{`{"responses":["a"],"reward_model":{"ground_truth":3}}`, `in.jsonl:1: field "reward_model.ground_truth": is a number, want a JSON string or object`},
 		{`{"responses":7,"reward_model":{"ground_truth":"{}"}}`, `in.jsonl:1: field "responses": is a number, want a string or a list of strings`},
@@ -383,5 +382,49 @@ func TestLanguageKey(t *testing.T) {
 	}
 	if err := b.Rows[3].Err; err == nil || !strings.Contains(err.Error(), `l.jsonl:4: field "extra_info.langs"`) {
 		t.Errorf("got row error %v, want one naming line 4 and the field", err)
+	}
+}
+
+// A key none of the first rows has stops the run before it starts; one
+// that only some rows lack is an error of those rows.
+func TestJSONLMissingKeys(t *testing.T) {
+	good := `{"responses":["a"],"data_source":"x","reward_model":{"ground_truth":"{}"}}`
+	noGT := `{"responses":["a"],"data_source":"x","reward_model":{"style":"rule"}}`
+	for _, tc := range []struct {
+		name  string
+		lines []string
+		opts  Options
+		want  string // "" when Open must succeed
+	}{
+		{"ground truth", []string{noGT, noGT}, DefaultOptions(), `in.jsonl (first 2 rows): no ground truth column "reward_model.ground_truth" (columns: responses, data_source, reward_model, reward_model.style)`},
+		{"response key", []string{good}, Options{ResponseKey: "response"}, `no response column "response"`},
+		{"chosen data source key", []string{good}, Options{DataSourceKey: "source", RequireDataSource: true}, `no data source column "source"`},
+		{"defaulted data source key", []string{`{"responses":["a"],"reward_model":{"ground_truth":"{}"}}`}, DefaultOptions(), ""},
+		{"language key", []string{good}, Options{LanguageKey: "extra_info.lang"}, `no language column "extra_info.lang"`},
+		{"some rows lack it", []string{noGT, good}, DefaultOptions(), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := OpenReader(strings.NewReader(strings.Join(tc.lines, "\n")+"\n"), "in.jsonl", tc.opts)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				rows := rowsOf(readAll(t, r))
+				if len(rows) != len(tc.lines) {
+					t.Fatalf("got %d rows, want %d", len(rows), len(tc.lines))
+				}
+				if tc.name == "some rows lack it" && (rows[0].Err == nil || !strings.Contains(rows[0].Err.Error(), `in.jsonl:1: field "reward_model.ground_truth": missing`)) {
+					t.Errorf("row 1 error: %v", rows[0].Err)
+				}
+				return
+			}
+			if err == nil {
+				r.Close()
+				t.Fatal("Open succeeded")
+			}
+			if !errors.Is(err, ErrMissingColumn) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want ErrMissingColumn with %q", err, tc.want)
+			}
+		})
 	}
 }

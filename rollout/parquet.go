@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -150,11 +149,13 @@ func (r *parquetReader) resolve() error {
 			return fmt.Errorf("%s: column %q: %w", r.path, f.Name, ErrReservedColumn)
 		}
 	}
-	available := func() string { return strings.Join(leafNames(fields, ""), ", ") }
+	missing := func(what, key string) error {
+		return &MissingColumnError{What: what, Key: key, Where: r.path, Have: leafNames(fields, "")}
+	}
 
 	resp, ok := resolveField(fields, r.opts.ResponseKey)
 	if !ok {
-		return fmt.Errorf("%s: no response column %q (columns: %s)", r.path, r.opts.ResponseKey, available())
+		return missing("response", r.opts.ResponseKey)
 	}
 	switch {
 	case isStringType(resp.typ):
@@ -167,7 +168,7 @@ func (r *parquetReader) resolve() error {
 
 	gt, ok := resolveField(fields, r.opts.GroundTruthKey)
 	if !ok {
-		return fmt.Errorf("%s: no ground truth column %q (columns: %s)", r.path, r.opts.GroundTruthKey, available())
+		return missing("ground truth", r.opts.GroundTruthKey)
 	}
 	switch gt.typ.(type) {
 	case *arrow.StructType, *arrow.MapType:
@@ -178,7 +179,11 @@ func (r *parquetReader) resolve() error {
 	}
 	r.gt = gt
 
-	if ds, ok := resolveField(fields, r.opts.DataSourceKey); ok {
+	ds, ok := resolveField(fields, r.opts.DataSourceKey)
+	if !ok && r.opts.RequireDataSource {
+		return missing("data source", r.opts.DataSourceKey)
+	}
+	if ok {
 		if !isStringType(ds.typ) {
 			return fmt.Errorf("%s: data source column %q is %s, want a string", r.path, ds.name, ds.typ)
 		}
@@ -198,7 +203,7 @@ func (r *parquetReader) resolve() error {
 		lf, ok := resolveField(fields, r.opts.LanguageKey)
 		switch {
 		case !ok:
-			return fmt.Errorf("%s: no language column %q", r.path, r.opts.LanguageKey)
+			return missing("language", r.opts.LanguageKey)
 		case isStringType(lf.typ):
 			r.lang = &lf
 		case listElem(lf.typ) != nil && isStringType(listElem(lf.typ)):

@@ -246,6 +246,9 @@ func TestParquetMissingColumns(t *testing.T) {
 				r.Close()
 				t.Fatal("Open succeeded, want an error")
 			}
+			if tt.name != "wrong type" && !errors.Is(err, ErrMissingColumn) {
+				t.Errorf("error %v is not ErrMissingColumn", err)
+			}
 			for _, w := range tt.want {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not contain %q", err, w)

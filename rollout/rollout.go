@@ -42,6 +42,28 @@ var ResultColumns = []string{ColReward, ColCaseResults, ColCaseStatus, ColReward
 // file) is refused rather than silently changed.
 var ErrReservedColumn = errors.New("input already has this column; verl-score refuses to overwrite it")
 
+// ErrMissingColumn is wrapped by Open's error when a key the scorer needs
+// is not in the input (the parquet schema, or the first JSONL row): most
+// likely a misspelt --response-key, --ground-truth-key or
+// --data-source-key. The message lists the columns that exist.
+var ErrMissingColumn = errors.New("no such column")
+
+// MissingColumnError names the key that is missing and the columns there
+// are. It matches ErrMissingColumn.
+type MissingColumnError struct {
+	What  string   // "response", "ground truth", "data source", "language"
+	Key   string   // the key as given
+	Where string   // the file (and rows) looked at
+	Have  []string // the columns or keys that exist, as dotted paths
+}
+
+func (e *MissingColumnError) Error() string {
+	return fmt.Sprintf("%s: no %s column %q (columns: %s)", e.Where, e.What, e.Key, strings.Join(e.Have, ", "))
+}
+
+// Is makes errors.Is(err, ErrMissingColumn) true.
+func (e *MissingColumnError) Is(target error) bool { return target == ErrMissingColumn }
+
 // Options says where the scorer's inputs are found in a row.
 type Options struct {
 	// ResponseKey names the response column: a list of strings (verl's
@@ -49,6 +71,10 @@ type Options struct {
 	ResponseKey string
 	// DataSourceKey names the data source column. Default "data_source".
 	DataSourceKey string
+	// RequireDataSource makes a DataSourceKey absent from the input an
+	// error (ErrMissingColumn) rather than rows without a data source; set
+	// it when the key was chosen, not defaulted.
+	RequireDataSource bool
 	// GroundTruthKey is a dotted path to the ground truth through nested
 	// structs or objects. Default "reward_model.ground_truth".
 	GroundTruthKey string
