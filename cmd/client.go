@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
@@ -22,7 +23,7 @@ func sandboxClient(cfg *config.Config, warn io.Writer) (sandboxclient.Client, st
 		retry.SandboxErrorAttempts = cfg.RetrySandboxErrors
 		c, err := sandboxclient.NewHTTPClient(sandboxclient.HTTPOptions{URL: cfg.SandboxURL, MaxConns: cfg.MaxConcurrent, Retry: retry})
 		if err != nil {
-			return nil, "", nil, fmt.Errorf("sandbox url: %w", err)
+			return nil, "", nil, err
 		}
 		return c, "SandboxFusion at " + c.URL(), c.CloseIdleConnections, nil
 	}
@@ -49,12 +50,22 @@ type scoring struct {
 	warn   func(string)
 }
 
+// loadConfig resolves the configuration: a config file at fault is a
+// configuration failure (exit 1), a bad flag or variable a usage error.
+func loadConfig(loader *config.Loader) (*config.Config, error) {
+	cfg, err := loader.Load()
+	if err != nil && !errors.Is(err, config.ErrConfigFile) {
+		return nil, &UsageError{Err: err}
+	}
+	return cfg, err
+}
+
 // setupScoring loads the configuration and builds the sandbox client;
 // warnings go to errOut.
 func setupScoring(loader *config.Loader, errOut io.Writer) (*scoring, error) {
-	cfg, err := loader.Load()
+	cfg, err := loadConfig(loader)
 	if err != nil {
-		return nil, &UsageError{Err: err}
+		return nil, err
 	}
 	eo, ro, err := scoringSetup(cfg)
 	if err != nil {

@@ -22,8 +22,8 @@ The same keys are used in config files.` + exitHelp,
 		Example: `  VERL_SCORE_MAX_CONCURRENT=128 verl-score config --config verl-score.yaml`,
 		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			if _, err := loader.Load(); err != nil {
-				return &UsageError{Err: err}
+			if _, err := loadConfig(loader); err != nil {
+				return err
 			}
 			entries := loader.Effective()
 			if asJSON {

@@ -52,9 +52,9 @@ func runDiff(opts *diffOptions) error {
 	if err := opts.report.validate(); err != nil {
 		return err
 	}
-	cfg, err := opts.loader.Load()
+	cfg, err := loadConfig(opts.loader)
 	if err != nil {
-		return &UsageError{Err: err}
+		return err
 	}
 	ro := rollout.DefaultOptions()
 	ro.DataSourceKey = cfg.DataSourceKey

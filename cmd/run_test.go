@@ -43,6 +43,15 @@ func run(ctx context.Context, args ...string) (code int, stdout, stderr string) 
 	return code, out.String(), errb.String()
 }
 
+func writeFile(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // exampleRows copies the first n rows of the bundled example to dir.
 func exampleRows(t *testing.T, dir string, n int) string {
 	t.Helper()
@@ -70,7 +79,10 @@ func TestRunExitCodes(t *testing.T) {
 		{"unknown flag", []string{"run", "x.jsonl", "--bogus"}, ExitUsage, "unknown flag"},
 		{"bad mode", []string{"run", "x.jsonl", "--mode", "sometimes"}, ExitUsage, "mode must be one of"},
 		{"missing file", []string{"run", filepath.Join(dir, "nope.jsonl"), "--sandbox-url", "http://127.0.0.1:1/run_code"}, ExitFailed, "nope.jsonl"},
-		{"bad url", []string{"run", "x.jsonl", "--sandbox-url", "ftp://x"}, ExitFailed, "sandbox url"},
+		{"bad url", []string{"run", "x.jsonl", "--sandbox-url", "ftp://x"}, ExitFailed, `verl-score: sandbox url "ftp://x": scheme`},
+		{"config typo", []string{"run", "x.jsonl", "--config", writeFile(t, dir, "typo.yaml", "max_concurent: 128\n")}, ExitFailed, `unknown key "max_concurent" (did you mean "max_concurrent"?)`},
+		{"config value", []string{"run", "x.jsonl", "--config", writeFile(t, dir, "value.yaml", "timeout: -1\n")}, ExitFailed, "value.yaml: timeout must be positive"},
+		{"config missing", []string{"run", "x.jsonl", "--config", filepath.Join(dir, "none.yaml")}, ExitFailed, "none.yaml"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -57,7 +57,7 @@ func Settings() []Setting {
 		{"sandbox_url", "sandbox-url", "", "SandboxFusion run_code URL (env SANDBOX_FUSION_URL); empty runs code in the embedded sandbox"},
 		{"max_concurrent", "max-concurrent", 64, "requests in flight across all responses and cases"},
 		{"timeout", "timeout", 10.0, "compile and run timeout of each case, in seconds"},
-		{"memory_limit_mb", "memory-limit", 1024, "memory limit of each case, in MB"},
+		{"memory_limit_mb", "memory-limit-mb", 1024, "memory limit of each case, in MB"},
 		{"mode", "mode", "auto", "scoring mode: auto (verl's routing by data source), continuous or all"},
 		{"language", "language", "python", "language of every solution (verl sends python), or auto to take it from the code fence"},
 		{"extract", "extract", "verl", "code extraction rule: verl or prime"},
@@ -76,6 +76,10 @@ func Settings() []Setting {
 		{"isolation", "isolation", "auto", "embedded sandbox isolation: auto (all the kernel allows), basic (no filesystem view, PID or IPC namespace per run) or none"},
 	}
 }
+
+// flagAliases are old flag names still accepted, mapped to the current
+// ones (which match the keys).
+var flagAliases = map[string]string{"memory-limit": "memory-limit-mb"}
 
 // envPrefix is the prefix of the environment variables read.
 const envPrefix = "VERL_SCORE"
@@ -113,6 +117,12 @@ func AddFlags(fs *pflag.FlagSet, keys ...string) *Loader {
 			fs.Bool(s.Flag, d, s.Usage)
 		}
 	}
+	fs.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		if n, ok := flagAliases[name]; ok {
+			return pflag.NormalizedName(n)
+		}
+		return pflag.NormalizedName(name)
+	})
 	fs.String("config", "", "config file (YAML, JSON or TOML) with the keys that \"verl-score config\" lists; default ./verl-score.yaml if present")
 	return l
 }
@@ -135,25 +145,99 @@ func (l *Loader) Load() (*Config, error) {
 		return nil, err
 	}
 	path, _ := l.flags.GetString("config")
+	if path == "" {
+		if _, err := os.Stat("verl-score.yaml"); err == nil {
+			path = "verl-score.yaml"
+		}
+	}
 	if path != "" {
 		v.SetConfigFile(path)
 		if err := v.ReadInConfig(); err != nil {
-			return nil, fmt.Errorf("config file %s: %w", path, err)
+			return nil, &fileError{fmt.Errorf("config file %s: %w", path, err)}
 		}
-	} else if _, err := os.Stat("verl-score.yaml"); err == nil {
-		v.SetConfigFile("verl-score.yaml")
-		if err := v.ReadInConfig(); err != nil {
-			return nil, fmt.Errorf("config file verl-score.yaml: %w", err)
+		if err := checkFileKeys(path); err != nil {
+			return nil, &fileError{err}
 		}
 	}
 	var c Config
 	if err := v.Unmarshal(&c); err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, &fileError{fmt.Errorf("config file %s: %w", path, err)}
 	}
 	if err := c.Validate(); err != nil {
+		// Out-of-range values that came from the file are the file's fault.
+		var ves []error
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			ves = j.Unwrap()
+		}
+		for _, e := range ves {
+			var ve *ValueError
+			if errors.As(e, &ve) && strings.HasPrefix(l.Source(ve.Key), "file ") {
+				return nil, &fileError{fmt.Errorf("config file %s: %w", path, err)}
+			}
+		}
 		return nil, err
 	}
 	return &c, nil
+}
+
+// checkFileKeys fails on a key of the config file that is no setting,
+// naming the closest one: a misspelt key would otherwise be ignored.
+func checkFileKeys(path string) error {
+	fv := viper.New()
+	fv.SetConfigFile(path)
+	if err := fv.ReadInConfig(); err != nil {
+		return fmt.Errorf("config file %s: %w", path, err)
+	}
+	known := map[string]bool{}
+	var names []string
+	for _, s := range Settings() {
+		known[s.Key] = true
+		names = append(names, s.Key)
+	}
+	var errs []error
+	for _, k := range fv.AllKeys() {
+		if known[k] {
+			continue
+		}
+		hint := ""
+		if c := closest(k, names); c != "" {
+			hint = fmt.Sprintf(" (did you mean %q?)", c)
+		}
+		errs = append(errs, fmt.Errorf("config file %s: unknown key %q%s; \"verl-score config\" lists the keys", path, k, hint))
+	}
+	return errors.Join(errs...)
+}
+
+// closest is the name nearest to s by edit distance, if it is near enough
+// to be a likely typo.
+func closest(s string, names []string) string {
+	best, bestD := "", len(s)/2+2
+	for _, n := range names {
+		if d := editDistance(s, n); d < bestD {
+			best, bestD = n, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // ConfigFile returns the config file that was read, or "".
@@ -161,23 +245,44 @@ func (l *Loader) ConfigFile() string { return l.v.ConfigFileUsed() }
 
 func envName(key string) string { return envPrefix + "_" + strings.ToUpper(key) }
 
+// ErrConfigFile is wrapped by Load's error when the config file is at
+// fault: it cannot be read, it has a key verl-score does not know, or a
+// value from it is out of range. That is a configuration failure, not a
+// usage error.
+var ErrConfigFile = errors.New("bad config file")
+
+// ValueError is a setting whose value is out of range or not a choice.
+type ValueError struct {
+	Key string
+	Err error
+}
+
+func (e *ValueError) Error() string { return e.Err.Error() }
+func (e *ValueError) Unwrap() error { return e.Err }
+
+// fileError marks err as the config file's fault.
+type fileError struct{ err error }
+
+func (e *fileError) Error() string   { return e.err.Error() }
+func (e *fileError) Unwrap() []error { return []error{e.err, ErrConfigFile} }
+
 // Validate checks values that have a fixed set of choices or a range.
 func (c *Config) Validate() error {
 	var errs []error
 	if c.MaxConcurrent <= 0 {
-		errs = append(errs, fmt.Errorf("max_concurrent must be positive, got %d", c.MaxConcurrent))
+		errs = append(errs, &ValueError{Key: "max_concurrent", Err: fmt.Errorf("max_concurrent must be positive, got %d", c.MaxConcurrent)})
 	}
 	if c.Timeout <= 0 {
-		errs = append(errs, fmt.Errorf("timeout must be positive, got %g", c.Timeout))
+		errs = append(errs, &ValueError{Key: "timeout", Err: fmt.Errorf("timeout must be positive, got %g", c.Timeout)})
 	}
 	if c.MemoryLimitMB <= 0 {
-		errs = append(errs, fmt.Errorf("memory_limit_mb must be positive, got %d", c.MemoryLimitMB))
+		errs = append(errs, &ValueError{Key: "memory_limit_mb", Err: fmt.Errorf("memory_limit_mb must be positive, got %d", c.MemoryLimitMB)})
 	}
 	if c.LocalConcurrency <= 0 {
-		errs = append(errs, fmt.Errorf("local_concurrency must be positive, got %d", c.LocalConcurrency))
+		errs = append(errs, &ValueError{Key: "local_concurrency", Err: fmt.Errorf("local_concurrency must be positive, got %d", c.LocalConcurrency)})
 	}
 	if c.RetrySandboxErrors <= 0 {
-		errs = append(errs, fmt.Errorf("retry_sandbox_errors must be at least 1, got %d", c.RetrySandboxErrors))
+		errs = append(errs, &ValueError{Key: "retry_sandbox_errors", Err: fmt.Errorf("retry_sandbox_errors must be at least 1, got %d", c.RetrySandboxErrors)})
 	}
 	oneOf := func(key, val string, choices ...string) {
 		for _, ch := range choices {
@@ -185,13 +290,13 @@ func (c *Config) Validate() error {
 				return
 			}
 		}
-		errs = append(errs, fmt.Errorf("%s must be one of %s, got %q", key, strings.Join(choices, ", "), val))
+		errs = append(errs, &ValueError{Key: key, Err: fmt.Errorf("%s must be one of %s, got %q", key, strings.Join(choices, ", "), val)})
 	}
 	oneOf("mode", c.Mode, "auto", "continuous", "all")
 	oneOf("extract", c.Extract, "verl", "prime")
 	oneOf("infra_errors", c.InfraErrors, "score", "mask")
 	if c.MaxInfraErrors < 0 || c.MaxInfraErrors > 1 {
-		errs = append(errs, fmt.Errorf("max_infra_errors must be a fraction from 0 to 1, got %g", c.MaxInfraErrors))
+		errs = append(errs, &ValueError{Key: "max_infra_errors", Err: fmt.Errorf("max_infra_errors must be a fraction from 0 to 1, got %g", c.MaxInfraErrors)})
 	}
 	oneOf("isolation", c.LocalIsolation, "auto", "basic", "none")
 	return errors.Join(errs...)

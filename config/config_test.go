@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,5 +82,75 @@ func TestMissingConfigFile(t *testing.T) {
 	_, _, err := load(t, []string{"--config", filepath.Join(t.TempDir(), "nope.yaml")})
 	if err == nil || !strings.Contains(err.Error(), "nope.yaml") {
 		t.Fatalf("got %v, want an error naming the file", err)
+	}
+}
+
+// A misspelt key in a config file is an error naming the file, the key and
+// the closest setting; values from a file that are out of range, and files
+// that cannot be read, are the file's fault (ErrConfigFile).
+func TestConfigFileFaults(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name, text string
+		args       []string
+		fileFault  bool
+		want       []string
+	}{
+		{"typo.yaml", "max_concurent: 128\n", nil, true, []string{"typo.yaml", `unknown key "max_concurent"`, `did you mean "max_concurrent"`}},
+		{"nested.yaml", "sandbox:\n  url: x\n", nil, true, []string{`unknown key "sandbox.url"`}},
+		{"range.yaml", "mode: sometimes\n", nil, true, []string{"range.yaml", "mode must be one of"}},
+		{"broken.yaml", "mode: [\n", nil, true, []string{"broken.yaml"}},
+		{"flag.yaml", "timeout: 3\n", []string{"--mode", "sometimes"}, false, []string{"mode must be one of"}},
+		{"fine.yaml", "memory_limit_mb: 256\nmax_concurrent: 9\n", nil, false, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := write(tc.name, tc.text)
+			_, _, err := load(t, append([]string{"--config", path}, tc.args...))
+			if tc.want == nil {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("Load succeeded")
+			}
+			if got := errors.Is(err, ErrConfigFile); got != tc.fileFault {
+				t.Errorf("errors.Is(err, ErrConfigFile) = %v, want %v (%v)", got, tc.fileFault, err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// The flag of a setting is its key with dashes; the old --memory-limit
+// still works.
+func TestFlagsMatchKeys(t *testing.T) {
+	for _, s := range Settings() {
+		if s.Flag != strings.ReplaceAll(s.Key, "_", "-") {
+			t.Errorf("key %s has flag --%s", s.Key, s.Flag)
+		}
+	}
+	for _, flag := range []string{"--memory-limit", "--memory-limit-mb"} {
+		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		l := AddFlags(fs, "memory_limit_mb")
+		if err := fs.Parse([]string{flag, "300"}); err != nil {
+			t.Fatal(err)
+		}
+		c, err := l.Load()
+		if err != nil || c.MemoryLimitMB != 300 {
+			t.Errorf("%s 300: got %v, %v", flag, c, err)
+		}
 	}
 }
