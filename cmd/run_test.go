@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -337,5 +340,54 @@ func TestRunMisspeltKey(t *testing.T) {
 		if _, err := os.Stat(out); err == nil {
 			t.Errorf("%v: an output was written", tc.flags)
 		}
+	}
+}
+
+// A second run into an output that a run is writing is refused, naming the
+// holder; once the first is gone the lock file goes with it.
+func TestRunRefusesABusyOutput(t *testing.T) {
+	dir := t.TempDir()
+	in := exampleRows(t, dir, 2)
+	out := filepath.Join(dir, "out.jsonl")
+	// A sandbox that holds its first request until released keeps run 1 busy.
+	release := make(chan struct{})
+	started := make(chan struct{}, 64)
+	inner := sandboxServer(t, 0, nil)
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		started <- struct{}{}
+		<-release
+		resp, err := http.Post(inner.URL+"/run_code", "application/json", r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		w.WriteHeader(resp.StatusCode)
+		io.Copy(w, resp.Body)
+	}))
+	t.Cleanup(slow.Close)
+	first := make(chan int, 1)
+	go func() {
+		code, _, _ := run(context.Background(), "run", in, "-o", out, "-q", "--sandbox-url", slow.URL+"/run_code")
+		first <- code
+	}()
+	<-started
+	for _, extra := range [][]string{nil, {"--resume"}} {
+		args := append([]string{"run", in, "-o", out, "-q", "--sandbox-url", slow.URL + "/run_code"}, extra...)
+		code, _, stderr := run(context.Background(), args...)
+		if code != ExitFailed || !strings.Contains(stderr, "another verl-score run is writing this output") ||
+			!strings.Contains(stderr, fmt.Sprintf("pid %d", os.Getpid())) || !strings.Contains(stderr, "out.jsonl.lock") {
+			t.Errorf("%v while another run writes: exit %d, stderr %q", extra, code, stderr)
+		}
+	}
+	close(release)
+	if code := <-first; code != ExitOK {
+		t.Fatalf("the first run: exit %d", code)
+	}
+	if _, err := os.Stat(out + ".lock"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("lock file left after the run: %v", err)
+	}
+	if code, _, stderr := run(context.Background(), "run", in, "-o", out, "-q", "--sandbox-url", inner.URL+"/run_code"); code != ExitOK {
+		t.Errorf("a run after the first ended: exit %d: %s", code, stderr)
 	}
 }

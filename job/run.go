@@ -86,6 +86,14 @@ func Run(ctx context.Context, client sandboxclient.Client, opts Options) (*Summa
 		return nil, errors.New("output - (stdout) keeps no journal, so it cannot be resumed")
 	}
 
+	if !toStdout {
+		lock, err := lockOutput(opts.Output)
+		if err != nil {
+			return nil, err
+		}
+		defer lock.unlock()
+	}
+
 	// Temporary files of runs that were killed: theirs, not ours.
 	outs := []string{opts.CasesOut, opts.Summary}
 	if !toStdout {
