@@ -391,3 +391,41 @@ func TestRunRefusesABusyOutput(t *testing.T) {
 		t.Errorf("a run after the first ended: exit %d: %s", code, stderr)
 	}
 }
+
+// Dump rows without a data source are scored over all cases under --mode
+// auto; run says so once, and not when a data source is given.
+func TestRunWarnsOnceAboutDumpsWithoutSource(t *testing.T) {
+	dir := t.TempDir()
+	b, err := os.ReadFile("../testdata/dump/1.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n")[:3] {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatal(err)
+		}
+		delete(m, "data_source")
+		nl, _ := json.Marshal(m)
+		lines = append(lines, string(nl))
+	}
+	in := writeFile(t, dir, "1.jsonl", strings.Join(lines, "\n")+"\n")
+	srv := sandboxServer(t, 0, nil)
+	for _, tc := range []struct {
+		flags []string
+		warns int
+	}{{nil, 1}, {[]string{"--data-source", "codecontests"}, 0}, {[]string{"--mode", "continuous"}, 0}} {
+		args := append([]string{"run", in, "-o", filepath.Join(dir, "out.jsonl"), "-q", "--sandbox-url", srv.URL + "/run_code"}, tc.flags...)
+		code, _, stderr := run(context.Background(), args...)
+		if code != ExitOK {
+			t.Fatalf("%v: exit %d: %s", tc.flags, code, stderr)
+		}
+		if n := strings.Count(stderr, "rows without a data source"); n != tc.warns {
+			t.Errorf("%v: %d warnings, want %d: %s", tc.flags, n, tc.warns, stderr)
+		}
+		if tc.warns > 0 && !strings.Contains(stderr, "scores them over all cases") {
+			t.Errorf("the warning does not say which mode was used: %s", stderr)
+		}
+	}
+}

@@ -250,6 +250,8 @@ type pipeline struct {
 	aborted  bool
 	rowsDone int
 	badRows  int // rows that could not be scored (feed goroutine only)
+
+	warnedNoSource bool // feed goroutine only
 }
 
 type batchState struct {
@@ -288,6 +290,11 @@ func (p *pipeline) feed(ctx context.Context, rd rollout.Reader, in chan<- score.
 			row := &b.Rows[i]
 			if row.InvalidUTF8Bytes > 0 {
 				p.invalidUTF8(row)
+			}
+			if !p.warnedNoSource && p.dataSource(row) == "" && p.opts.Engine.Mode == score.ModeAuto && p.opts.Warn != nil {
+				p.warnedNoSource = true
+				p.opts.Warn(fmt.Sprintf("%s:%d: rows without a data source (rollout dumps carry none): --mode auto scores them over all cases, "+
+					"as verl does for a source it does not know; pass --data-source (e.g. codecontests) or --mode continuous to choose", row.File, row.Line))
 			}
 			if rec, ok := p.done[row.Index]; ok {
 				p.finishRow(bs, i, rec, true)
