@@ -54,7 +54,7 @@ type reportOptions struct {
 
 func (o *reportOptions) addFlags(f *pflag.FlagSet) {
 	f.Float64Var(&o.tolerance, "tolerance", check.DefaultTolerance, "absolute difference between two rewards still counted as equal")
-	f.Float64Var(&o.maxMismatch, "max-mismatch", 0, "fraction of responses (0..1) allowed to move before the exit code is 3")
+	f.Float64Var(&o.maxMismatch, "max-mismatch", 0, "fraction of responses (0..1) allowed to move before the exit code is 3 (default 0: any move fails)")
 	f.StringVar(&o.junit, "junit", "", "also write a JUnit XML report (one test case per response) to this file")
 	f.StringVar(&o.markdown, "markdown", "", "also write a Markdown report to this file (- for stdout), e.g. $GITHUB_STEP_SUMMARY")
 	f.BoolVar(&o.json, "json", false, "print the report as JSON on stdout instead of text")

@@ -18,7 +18,7 @@ func newConfigCmd(s Streams) *cobra.Command {
 		Long: `Print every setting with its value and its source: a flag, an environment
 variable (VERL_SCORE_<KEY>, or SANDBOX_FUSION_URL for sandbox_url), the
 config file (--config, or ./verl-score.yaml when present), or the default.
-The same keys are used in config files.` + exitHelp,
+The same keys are used in config files.` + configExitHelp,
 		Example: `  VERL_SCORE_MAX_CONCURRENT=128 verl-score config --config verl-score.yaml`,
 		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {

@@ -35,6 +35,15 @@ EXIT STATUS
   4  interrupted; the output and journal allow --resume
 `
 
+// configExitHelp is the EXIT STATUS block of commands that score nothing.
+const configExitHelp = `
+
+EXIT STATUS
+  0  done
+  1  failed (the config file cannot be read, has an unknown key or a bad value)
+  2  usage error (a bad flag or environment value)
+`
+
 // Streams are the command's standard streams, swapped for buffers in tests.
 type Streams struct {
 	In     io.Reader

@@ -3,6 +3,7 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -69,7 +70,7 @@ prints the command that resumes it.` + exitHelp,
 		},
 	}
 	f := c.Flags()
-	f.StringVarP(&opts.output, "output", "o", "", "output file, .parquet or .jsonl, or - for JSONL on stdout (default: INPUT with .scored before the extension)")
+	f.StringVarP(&opts.output, "output", "o", "", "output file: .parquet, or .jsonl (.json is taken as JSON lines too); a directory (DIR/) gets INPUT's name with .scored before the extension, as the default does next to INPUT; - writes JSONL to stdout")
 	f.StringVar(&opts.casesOut, "cases-out", "", "also write one JSON line per case with its metadata")
 	f.StringVar(&opts.summary, "summary", "", "also write the summary as JSON to this file")
 	f.BoolVar(&opts.json, "json", false, "print the summary as JSON on stdout instead of a table")
@@ -115,9 +116,11 @@ func runRun(c *cobra.Command, opts *runOptions) error {
 	}
 	defer sc.close()
 	cfg := sc.cfg
-	output := opts.output
-	if output == "" {
-		output = job.DefaultOutput(opts.input)
+	output := job.ResolveOutput(opts.input, opts.output)
+	if opts.input != "-" {
+		if _, err := os.Stat(opts.input); err != nil {
+			return fmt.Errorf("cannot read input %s: %w", opts.input, errors.Unwrap(err))
+		}
 	}
 	if !opts.quiet {
 		fmt.Fprintf(errOut, "verl-score: scoring %s into %s with the %s\n", opts.input, output, sc.desc)

@@ -429,3 +429,43 @@ func TestRunWarnsOnceAboutDumpsWithoutSource(t *testing.T) {
 		}
 	}
 }
+
+// Small things a new user meets: a missing input fails before anything is
+// announced, -o DIR/ writes INPUT's scored name inside DIR, every output is
+// 0644 under the usual umask, config's help lists only the exit codes it
+// can return, and check's --max-mismatch shows its default.
+func TestRunNewUserDetails(t *testing.T) {
+	dir := t.TempDir()
+	code, _, stderr := run(context.Background(), "run", filepath.Join(dir, "nope.jsonl"))
+	if code != ExitFailed || strings.Contains(stderr, "scoring") || !strings.Contains(stderr, "cannot read input "+filepath.Join(dir, "nope.jsonl")+": no such file") {
+		t.Errorf("missing input: exit %d, stderr %q", code, stderr)
+	}
+
+	in := exampleRows(t, dir, 1)
+	outDir := filepath.Join(dir, "scored") + "/"
+	srv := sandboxServer(t, 0, nil)
+	code, _, stderr = run(context.Background(), "run", in, "-o", outDir, "-q", "--sandbox-url", srv.URL+"/run_code",
+		"--cases-out", filepath.Join(dir, "cases.jsonl"), "--summary", filepath.Join(dir, "summary.json"))
+	if code != ExitOK {
+		t.Fatalf("-o DIR/: exit %d: %s", code, stderr)
+	}
+	for _, p := range []string{filepath.Join(outDir, "rows.scored.jsonl"), filepath.Join(dir, "cases.jsonl"), filepath.Join(dir, "summary.json")} {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Errorf("%v", err)
+			continue
+		}
+		if st.Mode().Perm() != 0o644 {
+			t.Errorf("%s has mode %v, want 0644", p, st.Mode().Perm())
+		}
+	}
+
+	_, out, _ := run(context.Background(), "config", "--help")
+	if strings.Contains(out, "  3  ") || strings.Contains(out, "  4  ") || !strings.Contains(out, "  1  failed") {
+		t.Errorf("config --help exit codes:\n%s", out)
+	}
+	_, out, _ = run(context.Background(), "check", "--help")
+	if !strings.Contains(out, "(default 0: any move fails)") {
+		t.Errorf("check --help does not show --max-mismatch's default")
+	}
+}

@@ -69,6 +69,23 @@ func DefaultOutput(input string) string {
 	return strings.TrimSuffix(clean, ext) + ".scored.jsonl"
 }
 
+// ResolveOutput is the output path for -o output: "" gives
+// DefaultOutput(input); a directory (an existing one, or a path ending in
+// a slash) gets DefaultOutput's file name inside it.
+func ResolveOutput(input, output string) string {
+	if output == "" || output == "-" {
+		if output == "" {
+			return DefaultOutput(input)
+		}
+		return output
+	}
+	st, err := os.Stat(output)
+	if strings.HasSuffix(output, string(filepath.Separator)) || (err == nil && st.IsDir()) {
+		return filepath.Join(output, filepath.Base(DefaultOutput(input)))
+	}
+	return output
+}
+
 // Run executes the job. It returns the summary even when it fails midway
 // (with what was done), and an error wrapping ErrInterrupted when ctx was
 // cancelled before the input was exhausted.
@@ -87,6 +104,9 @@ func Run(ctx context.Context, client sandboxclient.Client, opts Options) (*Summa
 	}
 
 	if !toStdout {
+		if err := os.MkdirAll(filepath.Dir(opts.Output), 0o755); err != nil {
+			return nil, fmt.Errorf("output directory: %w", err)
+		}
 		lock, err := lockOutput(opts.Output)
 		if err != nil {
 			return nil, err
@@ -218,10 +238,10 @@ func Run(ctx context.Context, client sandboxclient.Client, opts Options) (*Summa
 		}
 	}
 	if interrupted && toStdout {
-		return p.sum, fmt.Errorf("%w after %d rows (written to stdout; no journal)", ErrInterrupted, p.rowsDone)
+		return p.sum, fmt.Errorf("%w after %s (written to stdout; no journal)", ErrInterrupted, count(p.rowsDone, "row"))
 	}
 	if interrupted {
-		return p.sum, fmt.Errorf("%w after %d rows; the journal %s allows --resume", ErrInterrupted, p.rowsDone, jpath)
+		return p.sum, fmt.Errorf("%w after %s; the journal %s allows --resume", ErrInterrupted, count(p.rowsDone, "row"), jpath)
 	}
 	if toStdout {
 		return p.sum, nil

@@ -234,18 +234,18 @@ func (s *Summary) WriteTable(w io.Writer) {
 		row("overall", s.Overall)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "%d cases in %.1fs (%.1f cases/s)", s.Overall.Cases-s.resumedCases, s.WallSeconds, s.CasesPerSec)
+	fmt.Fprintf(w, "%s in %.1fs (%.1f cases/s)", count(s.Overall.Cases-s.resumedCases, "case"), s.WallSeconds, s.CasesPerSec)
 	if s.Overall.Masked > 0 {
-		fmt.Fprintf(w, "; %d responses with infrastructure errors left out of the means", s.Overall.Masked)
+		fmt.Fprintf(w, "; %s with infrastructure errors left out of the means", count(s.Overall.Masked, "response"))
 	}
 	if n := s.Overall.ResponseErrors; n > 0 {
-		fmt.Fprintf(w, "; %d responses could not be run (see reward_error)", n)
+		fmt.Fprintf(w, "; %s could not be run (see reward_error)", count(n, "response"))
 	}
 	if s.Resumed > 0 {
-		fmt.Fprintf(w, "; %d rows taken from the journal", s.Resumed)
+		fmt.Fprintf(w, "; %s taken from the journal", count(s.Resumed, "row"))
 	}
 	if s.InvalidUTF8Rows > 0 {
-		fmt.Fprintf(w, "; %d rows held invalid UTF-8 (%d bytes replaced by U+FFFD)", s.InvalidUTF8Rows, s.InvalidUTF8Bytes)
+		fmt.Fprintf(w, "; %s held invalid UTF-8 (%s replaced by U+FFFD)", count(s.InvalidUTF8Rows, "row"), count(s.InvalidUTF8Bytes, "byte"))
 	}
 	fmt.Fprintln(w)
 }
@@ -283,7 +283,7 @@ func (s *Summary) CheckInfra(maxFrac float64) error {
 		first = "; first error: " + s.FirstInfraError
 	}
 	if s.Overall.InfraResponses == sent {
-		return fmt.Errorf("%w: all %d responses sent failed at the infrastructure level, so every reward is 0%s", ErrSandboxUnusable, sent, first)
+		return fmt.Errorf("%w: all %s sent failed at the infrastructure level, so every reward is 0%s", ErrSandboxUnusable, count(sent, "response"), first)
 	}
 	if frac > maxFrac {
 		return fmt.Errorf("%w: %d of %d responses (%.1f%%) failed at the infrastructure level, more than --max-infra-errors %g allows%s",
