@@ -95,11 +95,12 @@ func (r *Report) WriteText(w io.Writer, top int) error {
 	c := r.Counts
 	fmt.Fprintln(tw, "RESPONSES\tCOMPARED\tEQUAL\tREGRESSED\tIMPROVED\tFLAKY\tMISSING\tNO REFERENCE")
 	fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n\n", c.Responses, c.Compared, c.Equal, c.Regressed, c.Improved, c.Flaky, c.Missing, c.NoReference)
-	fmt.Fprintln(tw, "DATA SOURCE\tCOMPARED\tEQUAL\tREGRESSED\tIMPROVED\tFLAKY\tMISSING\tMEAN REF\tMEAN NEW")
+	fmt.Fprintln(tw, "DATA SOURCE\tCOMPARED\tEQUAL\tREGRESSED\tIMPROVED\tFLAKY\tMISSING\tREF MEAN/PROMPT\tNEW MEAN/PROMPT\tREF MEAN/RESPONSE\tNEW MEAN/RESPONSE")
 	for _, s := range r.BySource {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.4f\t%.4f\n", dsName(s.DataSource), s.Compared, s.Equal, s.Regressed,
-			s.Improved, s.Flaky, s.Missing, s.MeanReference, s.MeanNew)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.4f\t%.4f\t%.4f\t%.4f\n", dsName(s.DataSource), s.Compared, s.Equal, s.Regressed,
+			s.Improved, s.Flaky, s.Missing, s.PromptMeanReference, s.PromptMeanNew, s.MeanReference, s.MeanNew)
 	}
+	fmt.Fprintln(tw, "(mean/prompt is verl's test_score/<data_source> and run's mean/prompt; both means cover the responses compared)")
 	if len(r.Mismatches) > 0 {
 		fmt.Fprintf(tw, "\nWORST MISMATCHES (%d of %d)\n", min(top, len(r.Mismatches)), len(r.Mismatches))
 		fmt.Fprintln(tw, "ROW\tRESPONSE\tWHERE\tDATA SOURCE\tREFERENCE\tNEW\tDELTA\tOUTCOME\tCASES")
@@ -170,10 +171,10 @@ func (r *Report) WriteMarkdown(w io.Writer, top int) error {
 	c := r.Counts
 	b.WriteString("| responses | compared | equal | regressed | improved | flaky | missing | no reference |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	fmt.Fprintf(&b, "| %d | %d | %d | %d | %d | %d | %d | %d |\n\n", c.Responses, c.Compared, c.Equal, c.Regressed, c.Improved, c.Flaky, c.Missing, c.NoReference)
-	b.WriteString("| data source | compared | equal | regressed | improved | flaky | missing | mean reference | mean new |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| data source | compared | equal | regressed | improved | flaky | missing | reference mean/prompt | new mean/prompt | reference mean/response | new mean/response |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, s := range r.BySource {
-		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d | %.4f | %.4f |\n", mdEscape(dsName(s.DataSource)), s.Compared, s.Equal,
-			s.Regressed, s.Improved, s.Flaky, s.Missing, s.MeanReference, s.MeanNew)
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d | %.4f | %.4f | %.4f | %.4f |\n", mdEscape(dsName(s.DataSource)), s.Compared, s.Equal,
+			s.Regressed, s.Improved, s.Flaky, s.Missing, s.PromptMeanReference, s.PromptMeanNew, s.MeanReference, s.MeanNew)
 	}
 	if len(r.Mismatches) > 0 {
 		fmt.Fprintf(&b, "\n#### Worst mismatches (%d of %d)\n\n", min(top, len(r.Mismatches)), len(r.Mismatches))

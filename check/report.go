@@ -151,9 +151,20 @@ type SourceStats struct {
 	// have both scores.
 	MeanReference float64 `json:"mean_reference"`
 	MeanNew       float64 `json:"mean_new"`
-	sumRef        float64
-	sumNew        float64
-	both          int
+	// The same over prompts (rows): the mean of each row's mean, as verl's
+	// test_score/<data_source> and run's mean_score are.
+	PromptMeanReference float64 `json:"mean_over_prompts_reference"`
+	PromptMeanNew       float64 `json:"mean_over_prompts_new"`
+	sumRef              float64
+	sumNew              float64
+	both                int
+	rows                map[int]*rowMeans
+}
+
+// rowMeans sums the scores of one row's responses that have both.
+type rowMeans struct {
+	ref, new float64
+	n        int
 }
 
 // Transition counts the cases whose verdict went From one value To
@@ -306,6 +317,17 @@ func (b *builder) add(it *Item, withTransitions bool) {
 		s.sumRef += *it.Reference
 		s.sumNew += *it.New
 		s.both++
+		if s.rows == nil {
+			s.rows = map[int]*rowMeans{}
+		}
+		rm := s.rows[it.Row]
+		if rm == nil {
+			rm = &rowMeans{}
+			s.rows[it.Row] = rm
+		}
+		rm.ref += *it.Reference
+		rm.new += *it.New
+		rm.n++
 	}
 	switch {
 	case it.Outcome.Mismatch():
@@ -335,6 +357,12 @@ func (b *builder) finish() *Report {
 		if s.both > 0 {
 			s.MeanReference = s.sumRef / float64(s.both)
 			s.MeanNew = s.sumNew / float64(s.both)
+			for _, rm := range s.rows {
+				s.PromptMeanReference += rm.ref / float64(rm.n)
+				s.PromptMeanNew += rm.new / float64(rm.n)
+			}
+			s.PromptMeanReference /= float64(len(s.rows))
+			s.PromptMeanNew /= float64(len(s.rows))
 		}
 		r.BySource = append(r.BySource, s)
 	}

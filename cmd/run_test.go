@@ -185,7 +185,7 @@ func TestRunStdinToStdout(t *testing.T) {
 			t.Errorf("line %d lacks %s: %s", i+1, want, lines[i])
 		}
 	}
-	if !strings.Contains(errb.String(), "overall") && !strings.Contains(errb.String(), "cases in") {
+	if !strings.Contains(errb.String(), "mean/prompt") || !strings.Contains(errb.String(), " case in ") {
 		t.Errorf("the summary is not on stderr: %q", errb.String())
 	}
 	if code, _, stderr := run(context.Background(), "run", "-", "-o", "-", "--resume"); code != ExitFailed || !strings.Contains(stderr, "cannot be resumed") {

@@ -40,9 +40,16 @@ type Group struct {
 	// MeanScore is verl's test_score/<data_source>: the mean over prompts
 	// of the mean score of the prompt's responses.
 	MeanScore float64 `json:"mean_score"`
+	// MeanOverResponses is the plain mean of the responses' scores (what
+	// differs from MeanScore when prompts have different numbers of
+	// responses).
+	MeanOverResponses float64 `json:"mean_over_responses"`
 	// PassAtK is the unbiased pass@k ("all cases True") for k = 1 and the
 	// powers of two up to the responses per prompt.
 	PassAtK        map[string]float64 `json:"pass_at_k"`
+	// PassAtKPrompts is how many prompts each pass@k covers: those with at
+	// least k responses.
+	PassAtKPrompts map[string]int `json:"pass_at_k_prompts"`
 	Verdicts       map[string]int     `json:"verdicts"`
 	Cases          int                `json:"cases"`
 	Requests       int                `json:"requests"`
@@ -55,12 +62,14 @@ type Group struct {
 
 	sumPromptMeans float64
 	meanPrompts    int
+	sumScores      float64
+	keptResponses  int
 	passSum        map[int]float64
 	passN          map[int]int
 }
 
 func newGroup() *Group {
-	return &Group{Verdicts: map[string]int{}, PassAtK: map[string]float64{}, passSum: map[int]float64{}, passN: map[int]int{}}
+	return &Group{Verdicts: map[string]int{}, PassAtK: map[string]float64{}, PassAtKPrompts: map[string]int{}, passSum: map[int]float64{}, passN: map[int]int{}}
 }
 
 func newSummary(input, output string, mask bool) *Summary {
@@ -118,6 +127,8 @@ func (g *Group) addRow(rec *rowRecord, mask bool) {
 			correct++
 		}
 	}
+	g.sumScores += sum
+	g.keptResponses += kept
 	if kept > 0 {
 		g.sumPromptMeans += sum / float64(kept)
 		g.meanPrompts++
@@ -132,11 +143,15 @@ func (g *Group) finish() {
 	if g.meanPrompts > 0 {
 		g.MeanScore = g.sumPromptMeans / float64(g.meanPrompts)
 	}
+	if g.keptResponses > 0 {
+		g.MeanOverResponses = g.sumScores / float64(g.keptResponses)
+	}
 	if g.Responses > 0 {
 		g.InfraErrorRate = float64(g.InfraResponses) / float64(g.Responses)
 	}
 	for k, sum := range g.passSum {
 		g.PassAtK[fmt.Sprintf("pass@%d", k)] = sum / float64(g.passN[k])
+		g.PassAtKPrompts[fmt.Sprintf("pass@%d", k)] = g.passN[k]
 	}
 }
 
@@ -204,7 +219,7 @@ func (s *Summary) WriteTable(w io.Writer) {
 	for k := range s.Overall.passN {
 		maxK = max(maxK, k)
 	}
-	head := []string{"data_source", "prompts", "responses", "mean_score"}
+	head := []string{"data_source", "prompts", "responses", "mean/prompt", "mean/response"}
 	for _, k := range ks(maxK) {
 		head = append(head, fmt.Sprintf("pass@%d", k))
 	}
@@ -212,7 +227,7 @@ func (s *Summary) WriteTable(w io.Writer) {
 	head = append(head, "requests", "saved", "retries", "infra%")
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	row := func(name string, g *Group) {
-		cols := []string{name, fmt.Sprint(g.Prompts), fmt.Sprint(g.Responses), fmt.Sprintf("%.4f", g.MeanScore)}
+		cols := []string{name, fmt.Sprint(g.Prompts), fmt.Sprint(g.Responses), fmt.Sprintf("%.4f", g.MeanScore), fmt.Sprintf("%.4f", g.MeanOverResponses)}
 		for _, k := range ks(maxK) {
 			if v, ok := g.PassAtK[fmt.Sprintf("pass@%d", k)]; ok {
 				cols = append(cols, fmt.Sprintf("%.4f", v))
@@ -234,6 +249,7 @@ func (s *Summary) WriteTable(w io.Writer) {
 		row("overall", s.Overall)
 	}
 	tw.Flush()
+	fmt.Fprintln(w, "mean/prompt is verl's test_score/<data_source> (mean over prompts of their mean score)"+passNote(s.Overall, maxK))
 	fmt.Fprintf(w, "%s in %.1fs (%.1f cases/s)", count(s.Overall.Cases-s.resumedCases, "case"), s.WallSeconds, s.CasesPerSec)
 	if s.Overall.Masked > 0 {
 		fmt.Fprintf(w, "; %s with infrastructure errors left out of the means", count(s.Overall.Masked, "response"))
@@ -290,4 +306,19 @@ func (s *Summary) CheckInfra(maxFrac float64) error {
 			ErrTooManyInfraErrors, s.Overall.InfraResponses, sent, 100*frac, maxFrac, first)
 	}
 	return nil
+}
+
+// passNote says how many prompts each pass@k covers when that is fewer
+// than all: pass@k needs at least k responses.
+func passNote(g *Group, maxK int) string {
+	var parts []string
+	for _, k := range ks(maxK) {
+		if n := g.passN[k]; n < g.meanPrompts {
+			parts = append(parts, fmt.Sprintf("pass@%d over %d", k, n))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; pass@k covers the prompts with at least k responses: " + strings.Join(parts, ", ") + fmt.Sprintf(" of %d prompts", g.meanPrompts)
 }
