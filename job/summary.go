@@ -46,19 +46,19 @@ type Group struct {
 	MeanOverResponses float64 `json:"mean_over_responses"`
 	// PassAtK is the unbiased pass@k ("all cases True") for k = 1 and the
 	// powers of two up to the responses per prompt.
-	PassAtK        map[string]float64 `json:"pass_at_k"`
+	PassAtK map[string]float64 `json:"pass_at_k"`
 	// PassAtKPrompts is how many prompts each pass@k covers: those with at
 	// least k responses.
 	PassAtKPrompts map[string]int `json:"pass_at_k_prompts"`
-	Verdicts       map[string]int     `json:"verdicts"`
-	Cases          int                `json:"cases"`
-	Requests       int                `json:"requests"`
-	SavedByCompile int                `json:"requests_saved_by_compile_skip"`
-	Retries        int                `json:"retries"`
-	InfraResponses int                `json:"responses_with_infra_error"`
-	InfraErrorRate float64            `json:"infra_error_rate"`
-	Masked         int                `json:"responses_masked"`
-	ResponseErrors int                `json:"responses_with_error"`
+	Verdicts       map[string]int `json:"verdicts"`
+	Cases          int            `json:"cases"`
+	Requests       int            `json:"requests"`
+	SavedByCompile int            `json:"requests_saved_by_compile_skip"`
+	Retries        int            `json:"retries"`
+	InfraResponses int            `json:"responses_with_infra_error"`
+	InfraErrorRate float64        `json:"infra_error_rate"`
+	Masked         int            `json:"responses_masked"`
+	ResponseErrors int            `json:"responses_with_error"`
 
 	sumPromptMeans float64
 	meanPrompts    int
