@@ -228,7 +228,7 @@ func runCheck(c *cobra.Command, opts *checkOptions) error {
 		Reader: sc.reader, Engine: sc.engine, DataSource: sc.cfg.DataSource,
 		Tolerance: opts.report.tolerance, MaxMismatch: opts.report.maxMismatch, Reruns: opts.reruns,
 		KeepItems: opts.report.junit != "", Abort: abortChan(ctx),
-		OnEngine: func(e *score.Engine) { reporter = job.StartProgress(errOut, mode, e, 5*time.Second) },
+		OnEngine: func(e *score.Engine) { reporter = job.StartProgress(errOut, mode, e, nil, 5*time.Second) },
 	})
 	if reporter != nil {
 		reporter.Stop()

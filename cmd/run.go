@@ -141,7 +141,9 @@ func runRun(c *cobra.Command, opts *runOptions) error {
 		Input: opts.input, Stdin: opts.streams.In, Output: output, Stdout: opts.streams.Out, CasesOut: opts.casesOut, Summary: opts.summary,
 		Reader: sc.reader, Engine: sc.engine, DataSource: cfg.DataSource, MaskInfra: cfg.InfraErrors == "mask",
 		MaxText: cfg.CasesOutMaxText, Resume: opts.resume, Abort: abortChan(ctx), Warn: sc.warn,
-		OnEngine: func(e *score.Engine) { reporter = job.StartProgress(errOut, mode, e, 5*time.Second) },
+		OnEngine: func(e *score.Engine, c *job.Counters) {
+			reporter = job.StartProgress(errOut, mode, e, c, 5*time.Second)
+		},
 	}
 	sum, err := job.Run(ctx, sc.client, jo)
 	if reporter != nil {

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -30,16 +32,87 @@ func IsTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
+// Counters are a run's row counts, for the progress display.
+type Counters struct {
+	RowsTotal   atomic.Int64 // rows the input holds; -1 when unknown (stdin)
+	RowsDone    atomic.Int64 // rows finished, those from the journal included
+	RowsResumed atomic.Int64 // rows taken from the journal
+}
+
+// noRows marks a display without row counters (check).
+const noRows = -2
+
+// progressState is one reading of the counters.
+type progressState struct {
+	rowsTotal, rowsDone, rowsResumed int64
+	casesDone, infra, inFlight       int64
+	elapsed                          time.Duration
+}
+
+// estimate is the share of the rows done and the time left. The total is
+// fixed before scoring (the parquet footer, a count of JSONL lines), so the
+// share only grows; the time left is the rate of this run's rows so far
+// applied to the rows left. ok is false while there is nothing to go on.
+func (s progressState) estimate() (frac float64, left time.Duration, ok bool) {
+	if s.rowsTotal <= 0 {
+		return 0, 0, false
+	}
+	frac = min(float64(s.rowsDone)/float64(s.rowsTotal), 1)
+	run := s.rowsDone - s.rowsResumed
+	if run <= 0 || s.elapsed <= 0 {
+		return frac, 0, false
+	}
+	perRow := float64(s.elapsed) / float64(run)
+	return frac, time.Duration(perRow * float64(s.rowsTotal-s.rowsDone)), true
+}
+
+// line is the plain progress line written when stderr is not a terminal.
+func (s progressState) line() string {
+	rate := 0.0
+	if s.elapsed > 0 {
+		rate = float64(s.casesDone) / s.elapsed.Seconds()
+	}
+	var b strings.Builder
+	b.WriteString("verl-score: ")
+	switch {
+	case s.rowsTotal == noRows:
+		b.WriteString("scoring")
+	case s.rowsTotal >= 0:
+		fmt.Fprintf(&b, "%d/%d rows", s.rowsDone, s.rowsTotal)
+		if frac, left, ok := s.estimate(); ok {
+			fmt.Fprintf(&b, " (%.0f%%, about %s left)", 100*frac, roundLeft(left))
+		} else {
+			fmt.Fprintf(&b, " (%.0f%%)", 100*frac)
+		}
+	default:
+		fmt.Fprintf(&b, "%s done (total unknown: stdin)", count(int(s.rowsDone), "row"))
+	}
+	fmt.Fprintf(&b, ", %s, %.1f cases/s, %s, %d in flight", count(int(s.casesDone), "case"), rate,
+		count(int(s.infra), "infrastructure error"), s.inFlight)
+	return b.String()
+}
+
+// roundLeft rounds a time left to what is worth reading.
+func roundLeft(d time.Duration) time.Duration {
+	switch {
+	case d >= time.Hour:
+		return d.Round(time.Minute)
+	case d >= time.Minute:
+		return d.Round(10 * time.Second)
+	}
+	return d.Round(time.Second)
+}
+
 // Reporter shows an engine's progress on w until Stop is called.
 type Reporter struct {
 	stop chan struct{}
 	done sync.WaitGroup
 }
 
-// StartProgress renders the engine's counters: a bar with cases done of
-// the cases known so far, rate, ETA and errors on a terminal; a plain line
-// every interval otherwise.
-func StartProgress(w io.Writer, mode ProgressMode, eng *score.Engine, interval time.Duration) *Reporter {
+// StartProgress renders a run's progress (c may be nil: cases only): on a terminal a bar over the
+// input's rows (a spinner with counts when the total is unknown) with
+// rate, time left and errors; elsewhere a plain line every interval.
+func StartProgress(w io.Writer, mode ProgressMode, eng *score.Engine, c *Counters, interval time.Duration) *Reporter {
 	r := &Reporter{stop: make(chan struct{})}
 	if mode == ProgressOff {
 		return r
@@ -52,15 +125,25 @@ func StartProgress(w io.Writer, mode ProgressMode, eng *score.Engine, interval t
 	}
 	p := eng.Progress()
 	start := time.Now()
+	read := func() progressState {
+		s := progressState{rowsTotal: noRows, casesDone: p.CasesDone.Load(), infra: p.InfraErrs.Load(), inFlight: p.InFlight.Load(),
+			elapsed: time.Since(start)}
+		if c != nil {
+			s.rowsTotal, s.rowsDone, s.rowsResumed = c.RowsTotal.Load(), c.RowsDone.Load(), c.RowsResumed.Load()
+		}
+		return s
+	}
+	barMax := int64(-1)
+	if c != nil {
+		barMax = c.RowsTotal.Load()
+	}
 	r.done.Add(1)
 	if mode == ProgressBar {
-		bar := progressbar.NewOptions64(-1,
+		bar := progressbar.NewOptions64(barMax,
 			progressbar.OptionSetWriter(w),
 			progressbar.OptionSetDescription("scoring"),
 			progressbar.OptionShowCount(),
-			progressbar.OptionShowIts(),
-			progressbar.OptionSetItsString("cases"),
-			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionSetItsString("rows"),
 			progressbar.OptionThrottle(200*time.Millisecond),
 			progressbar.OptionClearOnFinish(),
 		)
@@ -69,12 +152,13 @@ func StartProgress(w io.Writer, mode ProgressMode, eng *score.Engine, interval t
 			t := time.NewTicker(200 * time.Millisecond)
 			defer t.Stop()
 			for {
-				total, done := p.CasesTotal.Load(), p.CasesDone.Load()
-				if total > 0 && bar.GetMax64() != total {
-					bar.ChangeMax64(total)
+				s := read()
+				desc := fmt.Sprintf("scoring: %s, %s", count(int(s.casesDone), "case"), count(int(s.infra), "infra error"))
+				if _, left, ok := s.estimate(); ok {
+					desc += fmt.Sprintf(", about %s left", roundLeft(left))
 				}
-				bar.Describe(fmt.Sprintf("scoring (%d infra errors)", p.InfraErrs.Load()))
-				_ = bar.Set64(done)
+				bar.Describe(desc)
+				_ = bar.Set64(s.rowsDone)
 				select {
 				case <-r.stop:
 					_ = bar.Finish()
@@ -95,10 +179,7 @@ func StartProgress(w io.Writer, mode ProgressMode, eng *score.Engine, interval t
 				return
 			case <-t.C:
 			}
-			done, total := p.CasesDone.Load(), p.CasesTotal.Load()
-			el := time.Since(start).Seconds()
-			fmt.Fprintf(w, "verl-score: %d/%d cases done, %d responses, %.1f cases/s, %d infrastructure errors, %d requests in flight\n",
-				done, total, p.Solutions.Load(), float64(done)/el, p.InfraErrs.Load(), p.InFlight.Load())
+			fmt.Fprintln(w, read().line())
 		}
 	}()
 	return r

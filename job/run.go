@@ -42,8 +42,9 @@ type Options struct {
 	Abort <-chan struct{}
 	// Warn receives warnings (skipped files and the like).
 	Warn func(string)
-	// OnEngine is called with the engine once it exists (progress display).
-	OnEngine func(*score.Engine)
+	// OnEngine is called with the engine and the run's row counters once
+	// they exist (progress display).
+	OnEngine func(*score.Engine, *Counters)
 }
 
 // ErrInterrupted is returned (wrapped) when the job stopped early; the
@@ -182,11 +183,14 @@ func Run(ctx context.Context, client sandboxclient.Client, opts Options) (*Summa
 	if err != nil {
 		return nil, err
 	}
+	counters := &Counters{}
+	counters.RowsTotal.Store(rollout.CountRows(rd))
 	if opts.OnEngine != nil {
-		opts.OnEngine(eng)
+		opts.OnEngine(eng, counters)
 	}
 
-	p := &pipeline{opts: opts, w: w, cw: cw, jr: jr, done: done, slotOf: map[int64]slot{}, sum: newSummary(opts.Input, opts.Output, opts.MaskInfra)}
+	p := &pipeline{opts: opts, w: w, cw: cw, jr: jr, done: done, slotOf: map[int64]slot{}, sum: newSummary(opts.Input, opts.Output, opts.MaskInfra),
+		counters: counters}
 	in := make(chan score.Solution, 64)
 	readErr := make(chan error, 1)
 	// The reader stops with ctx, or when the engine gives up (a write
@@ -272,6 +276,7 @@ type pipeline struct {
 	badRows  int // rows that could not be scored (feed goroutine only)
 
 	warnedNoSource bool // feed goroutine only
+	counters       *Counters
 }
 
 type batchState struct {
@@ -482,7 +487,9 @@ func (p *pipeline) rowFinishedLocked(bs *batchState, i int, rec *rowRecord, from
 	bs.left[i] = 0
 	p.sum.add(rec, p.opts.MaskInfra)
 	p.rowsDone++
+	p.counters.RowsDone.Add(1)
 	if fromJournal {
+		p.counters.RowsResumed.Add(1)
 		p.sum.Resumed++
 		for _, r := range rec.Responses {
 			p.sum.resumedCases += len(r.Verdicts)
