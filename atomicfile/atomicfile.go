@@ -124,16 +124,26 @@ func tempPrefix(path string) string { return filepath.Base(path) + ".tmp-" }
 // CleanStale removes the temporary files of path left by processes that no
 // longer run, and returns their names.
 func CleanStale(path string) []string {
-	dir := filepath.Dir(path)
-	prefix := tempPrefix(path)
+	var removed []string
+	for _, p := range DeadOwners(filepath.Dir(path), tempPrefix(path), false) {
+		if os.Remove(p) == nil {
+			removed = append(removed, p)
+		}
+	}
+	return removed
+}
+
+// DeadOwners lists the entries of dir named prefix<pid>-<anything> whose
+// process no longer runs: regular files, or directories when dirs is set.
+func DeadOwners(dir, prefix string, dirs bool) []string {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil
 	}
-	var removed []string
+	var dead []string
 	for _, e := range entries {
 		name := e.Name()
-		if !strings.HasPrefix(name, prefix) || !e.Type().IsRegular() {
+		if !strings.HasPrefix(name, prefix) || (dirs && !e.IsDir()) || (!dirs && !e.Type().IsRegular()) {
 			continue
 		}
 		pidText, _, ok := strings.Cut(name[len(prefix):], "-")
@@ -141,12 +151,9 @@ func CleanStale(path string) []string {
 		if !ok || err != nil || pid <= 0 || ProcessAlive(pid) {
 			continue
 		}
-		p := filepath.Join(dir, name)
-		if os.Remove(p) == nil {
-			removed = append(removed, p)
-		}
+		dead = append(dead, filepath.Join(dir, name))
 	}
-	return removed
+	return dead
 }
 
 // ProcessAlive reports whether a process with this id exists (a process of

@@ -692,22 +692,8 @@ const rootPrefix = "verl-score-sandbox-"
 // otherwise what cannot be removed stays. No mount points live there: a
 // run's view is mounted only inside its own mount namespace.
 func cleanStaleRoots(dir string) []string {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil
-	}
 	var removed []string
-	for _, e := range entries {
-		name := e.Name()
-		if !e.IsDir() || !strings.HasPrefix(name, rootPrefix) {
-			continue
-		}
-		pidText, _, ok := strings.Cut(name[len(rootPrefix):], "-")
-		pid, err := strconv.Atoi(pidText)
-		if !ok || err != nil || pid <= 0 || atomicfile.ProcessAlive(pid) {
-			continue
-		}
-		p := filepath.Join(dir, name)
+	for _, p := range atomicfile.DeadOwners(dir, rootPrefix, true) {
 		if os.RemoveAll(p) == nil {
 			removed = append(removed, p)
 		}
