@@ -469,3 +469,46 @@ func TestRunNewUserDetails(t *testing.T) {
 		t.Errorf("check --help does not show --max-mismatch's default")
 	}
 }
+
+// Dump lines that share an input are responses of one prompt (rollout.n >
+// 1): the summary counts one prompt, and pass@2 covers it.
+func TestRunGroupsDumpLinesByPrompt(t *testing.T) {
+	dir := t.TempDir()
+	b, err := os.ReadFile("../testdata/dump/1.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := strings.Split(strings.TrimSpace(string(b)), "\n")
+	var first map[string]any
+	if err := json.Unmarshal([]byte(src[0]), &first); err != nil {
+		t.Fatal(err)
+	}
+	wrong := map[string]any{}
+	for k, v := range first {
+		wrong[k] = v
+	}
+	wrong["output"] = "```python\nprint(0)\n```"
+	w, _ := json.Marshal(wrong)
+	in := writeFile(t, dir, "1.jsonl", src[0]+"\n"+string(w)+"\n"+src[1]+"\n")
+	srv := sandboxServer(t, 0, nil)
+	code, stdout, stderr := run(context.Background(), "run", in, "-o", filepath.Join(dir, "out.jsonl"), "-q", "--json",
+		"--sandbox-url", srv.URL+"/run_code")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var sum struct {
+		Overall struct {
+			Prompts, Responses int
+			PassAtK            map[string]float64 `json:"pass_at_k"`
+			PassAtKPrompts     map[string]int     `json:"pass_at_k_prompts"`
+		} `json:"overall"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
+		t.Fatal(err)
+	}
+	o := sum.Overall
+	if o.Prompts != 2 || o.Responses != 3 || o.PassAtKPrompts["pass@2"] != 1 || o.PassAtK["pass@2"] != 1 {
+		t.Errorf("got %d prompts, %d responses, pass@k %v over %v; want 2 prompts, 3 responses, pass@2 = 1 over 1 prompt",
+			o.Prompts, o.Responses, o.PassAtK, o.PassAtKPrompts)
+	}
+}

@@ -36,6 +36,7 @@ type rowRecord struct {
 	Index      int                          `json:"index"`
 	DataSource string                       `json:"data_source"`
 	IsList     bool                         `json:"is_list"`
+	Prompt     string                       `json:"prompt,omitempty"` // rows of one prompt (dumps) share it
 	Responses  []responseRecord             `json:"responses"`
 	Cases      [][]sandboxclient.CaseResult `json:"cases,omitempty"`
 }

@@ -332,7 +332,7 @@ func (p *pipeline) feed(ctx context.Context, rd rollout.Reader, in chan<- score.
 			}
 			bs.left[i] = len(row.Responses)
 			p.mu.Lock()
-			bs.recs[i] = &rowRecord{Index: row.Index, DataSource: p.dataSource(row), IsList: row.ResponseIsList,
+			bs.recs[i] = &rowRecord{Index: row.Index, DataSource: p.dataSource(row), IsList: row.ResponseIsList, Prompt: row.Prompt,
 				Responses: make([]responseRecord, len(row.Responses))}
 			if p.opts.CasesOut != "" {
 				bs.recs[i].Cases = make([][]sandboxclient.CaseResult, len(row.Responses))
@@ -415,7 +415,7 @@ func (p *pipeline) errorRecord(row *rollout.Row) *rowRecord {
 	if n == 0 && !row.ResponseIsList {
 		n = 1
 	}
-	rec := &rowRecord{Index: row.Index, DataSource: p.dataSource(row), IsList: row.ResponseIsList}
+	rec := &rowRecord{Index: row.Index, DataSource: p.dataSource(row), IsList: row.ResponseIsList, Prompt: row.Prompt}
 	for range n {
 		m := msg
 		rec.Responses = append(rec.Responses, responseRecord{Reward: 0, Verdicts: []int8{}, Statuses: []string{}, Err: &m})

@@ -31,6 +31,12 @@ type Summary struct {
 	// were not run by this process and do not count in CasesPerSec.
 	resumedCases int
 	order        []string
+	// Dump rows that share a prompt, gathered until finish, in the order
+	// their prompts first came.
+	prompts     map[string]*rowRecord
+	promptOrder []string
+	promptGroup []*Group
+	mask        bool
 }
 
 // Group aggregates the responses of one data source (or all).
@@ -92,9 +98,37 @@ func (s *Summary) add(rec *rowRecord, mask bool) {
 		s.BySource[src] = g
 		s.order = append(s.order, src)
 	}
+	if rec.Prompt != "" {
+		// Rows of one prompt are folded together at the end, so that
+		// per-prompt means and pass@k see all its responses.
+		key := src + "\x00" + rec.Prompt
+		pr, ok := s.prompts[key]
+		if !ok {
+			pr = &rowRecord{DataSource: rec.DataSource}
+			if s.prompts == nil {
+				s.prompts = map[string]*rowRecord{}
+			}
+			s.prompts[key] = pr
+			s.promptOrder = append(s.promptOrder, key)
+			s.promptGroup = append(s.promptGroup, g)
+		}
+		pr.Responses = append(pr.Responses, rec.Responses...)
+		s.mask = mask
+		return
+	}
 	for _, grp := range []*Group{g, s.Overall} {
 		grp.addRow(rec, mask)
 	}
+}
+
+// foldPrompts adds the prompts whose rows were gathered (dumps).
+func (s *Summary) foldPrompts() {
+	for i, key := range s.promptOrder {
+		for _, grp := range []*Group{s.promptGroup[i], s.Overall} {
+			grp.addRow(s.prompts[key], s.mask)
+		}
+	}
+	s.prompts, s.promptOrder, s.promptGroup = nil, nil, nil
 }
 
 func (g *Group) addRow(rec *rowRecord, mask bool) {
@@ -157,6 +191,7 @@ func (g *Group) finish() {
 
 func (s *Summary) finish(wall time.Duration) {
 	s.WallSeconds = wall.Seconds()
+	s.foldPrompts()
 	s.Overall.finish()
 	for _, g := range s.BySource {
 		g.finish()

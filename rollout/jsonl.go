@@ -3,6 +3,8 @@ package rollout
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +16,7 @@ const (
 	dumpResponseKey    = "output"
 	dumpGroundTruthKey = "gts"
 	dumpScoreKey       = "score"
+	dumpPromptKey      = "input"
 )
 
 // jsonlReader reads one JSONL stream. Lines are read whole whatever their
@@ -197,6 +200,15 @@ func (r *jsonlReader) parseRow(raw []byte, no int) (Row, srcLine, error) {
 	respKey, gtKey, scoreKey := r.opts.ResponseKey, r.opts.GroundTruthKey, r.opts.ScoreKey
 	if r.dump {
 		respKey, gtKey, scoreKey = dumpResponseKey, dumpGroundTruthKey, dumpScoreKey
+	}
+
+	if r.dump {
+		if v, ok := get(ms, dumpPromptKey); ok && jsonKind(v) == '"' {
+			// One step's lines only: the same prompt at another step is
+			// another rollout of it.
+			sum := sha256.Sum256(append([]byte(r.name+"\x00"), v...))
+			row.Prompt = hex.EncodeToString(sum[:12])
+		}
 	}
 
 	if v, ok := lookup(ms, respKey); !ok {

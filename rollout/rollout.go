@@ -188,6 +188,11 @@ type Row struct {
 	// wrong type). The row still gets exactly one output row; the error is
 	// a *RowError naming the file, line or row, and field.
 	Err error
+	// Prompt identifies the row's prompt when several rows share one: in a
+	// rollout dump each line is one response, and the lines of one prompt
+	// (rollout.n > 1) share its "input" within one step's file. A digest of
+	// the file name and that input; "" for dataset rows, a prompt each.
+	Prompt string
 	// InvalidUTF8Bytes counts the bytes of the row's line that were not
 	// valid UTF-8 and were replaced by U+FFFD (JSONL and dumps).
 	InvalidUTF8Bytes int
