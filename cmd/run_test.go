@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -510,5 +511,51 @@ func TestRunGroupsDumpLinesByPrompt(t *testing.T) {
 	if o.Prompts != 2 || o.Responses != 3 || o.PassAtKPrompts["pass@2"] != 1 || o.PassAtK["pass@2"] != 1 {
 		t.Errorf("got %d prompts, %d responses, pass@k %v over %v; want 2 prompts, 3 responses, pass@2 = 1 over 1 prompt",
 			o.Prompts, o.Responses, o.PassAtK, o.PassAtKPrompts)
+	}
+}
+
+// run and diff give the same figures under the same names: run's
+// mean/prompt and mean/response per data source are diff's for the scored
+// file against itself.
+func TestRunAndDiffAgreeOnMeans(t *testing.T) {
+	dir := t.TempDir()
+	in := exampleRows(t, dir, 12)
+	out := filepath.Join(dir, "a.jsonl")
+	srv := sandboxServer(t, 0, nil)
+	code, stdout, stderr := run(context.Background(), "run", in, "-o", out, "-q", "--json", "--sandbox-url", srv.URL+"/run_code")
+	if code != ExitOK {
+		t.Fatalf("run: exit %d: %s", code, stderr)
+	}
+	var sum struct {
+		BySource map[string]struct {
+			MeanScore         float64 `json:"mean_score"`
+			MeanOverResponses float64 `json:"mean_over_responses"`
+		} `json:"by_data_source"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = run(context.Background(), "diff", out, out, "--json")
+	if code != ExitOK {
+		t.Fatalf("diff: exit %d: %s", code, stderr)
+	}
+	var rep struct {
+		BySource []struct {
+			DataSource    string  `json:"data_source"`
+			MeanNew       float64 `json:"mean_new"`
+			PromptMeanNew float64 `json:"mean_over_prompts_new"`
+		} `json:"by_data_source"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.BySource) == 0 || len(rep.BySource) != len(sum.BySource) {
+		t.Fatalf("diff has %d data sources, run %d", len(rep.BySource), len(sum.BySource))
+	}
+	for _, s := range rep.BySource {
+		r := sum.BySource[s.DataSource]
+		if math.Abs(r.MeanScore-s.PromptMeanNew) > 1e-9 || math.Abs(r.MeanOverResponses-s.MeanNew) > 1e-9 {
+			t.Errorf("%s: run mean/prompt %.4f, mean/response %.4f; diff %.4f, %.4f", s.DataSource, r.MeanScore, r.MeanOverResponses, s.PromptMeanNew, s.MeanNew)
+		}
 	}
 }
