@@ -280,11 +280,10 @@ type pipeline struct {
 }
 
 type batchState struct {
-	b       *rollout.Batch
-	recs    []*rowRecord // nil until the row is finished
-	left    []int        // responses still to come, per row
-	fed     bool         // every solution of the batch has been fed
-	written int          // rows already written (a partial flush)
+	b    *rollout.Batch
+	recs []*rowRecord // nil until the row is finished
+	left []int        // responses still to come, per row
+	fed  bool         // every solution of the batch has been fed
 }
 
 // slot says where a solution's result belongs.

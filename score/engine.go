@@ -151,7 +151,9 @@ func (r *Result) Infra() bool {
 
 // Errors that end a solution before any case is run.
 var (
-	ErrMissingCode = errors.New("Invalid completion (missing code block)")
+	// ErrMissingCode's text is verl's own, capital and all: reward_error
+	// carries it as verl's scorer reports it.
+	ErrMissingCode = errors.New("Invalid completion (missing code block)") //lint:ignore ST1005 verl's literal message
 )
 
 // Progress counts the engine's work with atomics, for a progress display.
