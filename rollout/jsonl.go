@@ -11,7 +11,7 @@ import (
 	"io"
 )
 
-// Field names of a rollout dump line (SPEC 1.2).
+// Field names of a rollout dump line (docs/semantics.md §1.2).
 const (
 	dumpResponseKey    = "output"
 	dumpGroundTruthKey = "gts"

@@ -3,7 +3,7 @@
 //
 // Inputs are streamed: parquet files record batch by record batch, JSONL
 // files line by line, so memory does not grow with the number of rows. Three
-// kinds of input are recognised (SPEC 1.1 and 1.2):
+// kinds of input are recognised (docs/semantics.md §1.1 and 1.2):
 //
 //   - a parquet file (*.parquet) with verl's nested schema;
 //   - a JSONL file (*.jsonl, *.json, or "-" for stdin), one JSON object per

@@ -9,7 +9,7 @@ import (
 	"github.com/verl-score/verl-score/testcases"
 )
 
-// TestFnNameDriver runs SPEC 3's call-based driver for real through the
+// TestFnNameDriver runs docs/semantics.md §3's call-based driver for real through the
 // local sandbox and judges each case as verl would.
 func TestFnNameDriver(t *testing.T) {
 	l := sharedSandbox(t)

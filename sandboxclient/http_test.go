@@ -196,7 +196,7 @@ func TestNewHTTPClientURL(t *testing.T) {
 }
 
 // TestHTTPClientFixtures replays every recorded exchange: the client must
-// send the recorded request body and judge the recorded answer as SPEC 5
+// send the recorded request body and judge the recorded answer as docs/semantics.md §5
 // says.
 func TestHTTPClientFixtures(t *testing.T) {
 	tests := []struct {
@@ -254,7 +254,7 @@ func TestHTTPClientFixtures(t *testing.T) {
 }
 
 // TestHTTPClientRequestBody checks the exact wire form of a request: the
-// eight keys of SPEC 4 with their JSON types, stdin null when absent,
+// eight keys of docs/semantics.md §4 with their JSON types, stdin null when absent,
 // files {} and fetch_files [] when nil, and the headers.
 func TestHTTPClientRequestBody(t *testing.T) {
 	success := loadFixture(t, "python_success").Response

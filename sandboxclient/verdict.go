@@ -10,7 +10,7 @@ import (
 // True (1), False (0), or one of the negative error codes.
 type Verdict int8
 
-// Verdict codes (SPEC 5).
+// Verdict codes (docs/semantics.md §5).
 const (
 	VerdictFalse        Verdict = 0
 	VerdictTrue         Verdict = 1
@@ -32,7 +32,7 @@ func (v Verdict) String() string {
 	}
 }
 
-// Case statuses (SPEC 5 and 6).
+// Case statuses (docs/semantics.md §5 and 6).
 const (
 	CaseSuccess                = "success"
 	CaseWrongAnswer            = "wrong_answer"
@@ -75,7 +75,7 @@ type CaseResult struct {
 }
 
 // Judge turns the outcome of one request into the case's verdict and
-// metadata, row for row as SPEC 5 says. input and expectedText are the
+// metadata, row for row as docs/semantics.md §5 says. input and expectedText are the
 // case's input and expected output as verl prints them (Python str());
 // expected is the expected output, nil when the ground truth has null
 // (any finished run then passes).

@@ -58,7 +58,7 @@ func deref[T any](p *T) any {
 	return *p
 }
 
-// verdictCase is one SPEC 5 row: an answer (a fixture's or a synthesized
+// verdictCase is one docs/semantics.md §5 row: an answer (a fixture's or a synthesized
 // body in the server's shape) and the verdict and metadata it must give.
 type verdictCase struct {
 	name     string
@@ -214,7 +214,7 @@ func TestJudgeSpecRows(t *testing.T) {
 	}
 }
 
-// TestJudgeOutputComparison pins SPEC 5's comparison: only trailing "\n"
+// TestJudgeOutputComparison pins docs/semantics.md §5's comparison: only trailing "\n"
 // is stripped, on both sides.
 func TestJudgeOutputComparison(t *testing.T) {
 	tests := []struct {

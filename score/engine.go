@@ -380,7 +380,7 @@ var compiledLanguages = map[string]bool{
 
 // dispatch sends st's cases in case order, each after taking a slot of the
 // global limit. Once a case is known to be a compile error, later cases
-// not yet sent are not sent: SPEC 6 overwrites their verdicts anyway. For
+// not yet sent are not sent: docs/semantics.md §6 overwrites their verdicts anyway. For
 // a compiled language the first case goes alone, so a compile error costs
 // one request.
 func (e *Engine) dispatch(ctx, reqCtx context.Context, st *solState) {
@@ -553,7 +553,7 @@ func (e *Engine) finish(st *solState) {
 	close(st.done)
 }
 
-// Compute is the score of one solution's verdicts (SPEC 7).
+// Compute is the score of one solution's verdicts (docs/semantics.md §7).
 func Compute(verdicts []int8, continuous bool) float64 {
 	n := len(verdicts)
 	if n == 0 {

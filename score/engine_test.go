@@ -215,7 +215,7 @@ func TestCompileErrorSkipsCasesWithSameVerdicts(t *testing.T) {
 	}
 }
 
-// TestCompileRuleOnMixedVerdicts checks SPEC 6 on a solution whose
+// TestCompileRuleOnMixedVerdicts checks docs/semantics.md §6 on a solution whose
 // compile error shows up at case 2 only: cases before keep their verdicts.
 func TestCompileRuleOnMixedVerdicts(t *testing.T) {
 	s := newStandIn(t, 0)

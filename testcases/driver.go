@@ -87,7 +87,7 @@ if __name__ == "__main__":
 `
 
 // WrapFnName returns the Python driver program around solution for
-// call-based cases (SPEC 3). The program imports the usual standard modules
+// call-based cases (docs/semantics.md §3). The program imports the usual standard modules
 // (plain and star), holds the solution verbatim, reads all of stdin and,
 // unless it is blank, JSON-decodes each "\n"-separated piece into one
 // positional argument; it calls the global fnName if there is one, else

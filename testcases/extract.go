@@ -11,7 +11,7 @@ type Rule int
 
 // Extraction rules.
 const (
-	// RuleVerl is the SandboxFusion scorer's rule (SPEC 2 steps 1-3).
+	// RuleVerl is the SandboxFusion scorer's rule (docs/semantics.md §2 steps 1-3).
 	RuleVerl Rule = iota
 	// RulePRIME is the local PRIME scorer's rule: Python's
 	// completion.split("```python")[-1].split("```")[0], that is the text
@@ -28,7 +28,7 @@ const (
 
 // Extract pulls the solution code out of a completion. lang is the fence's
 // language tag: "python" for a ```python block, the dropped first line in
-// lower case for another fenced block (SPEC 2 step 2: "cpp", "java", ...),
+// lower case for another fenced block (docs/semantics.md §2 step 2: "cpp", "java", ...),
 // "" when there is none. ok=false means "Invalid completion (missing code
 // block)" (RuleVerl only; RulePRIME always finds code).
 func Extract(completion string, rule Rule) (code, lang string, ok bool) {

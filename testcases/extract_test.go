@@ -47,7 +47,7 @@ func TestExtract(t *testing.T) {
 	}
 }
 
-// extractOracle is SPEC 2 written with Python's own string methods; it
+// extractOracle is docs/semantics.md §2 written with Python's own string methods; it
 // prints [code, ok] for RuleVerl and the PRIME code, per completion.
 const extractOracle = `import sys, json
 def verl(c):

@@ -1,8 +1,8 @@
 // Package testcases turns a verl ground truth into test cases ready to send
 // to a sandbox, exactly as verl's SandboxFusion reward does: parsing
-// (SPEC 1.3), Python str() rendering of inputs and outputs, code extraction
-// from a completion (SPEC 2) and the driver program for call-based cases
-// (SPEC 3).
+// (docs/semantics.md §1.3), Python str() rendering of inputs and outputs, code extraction
+// from a completion (docs/semantics.md §2) and the driver program for call-based cases
+// (docs/semantics.md §3).
 package testcases
 
 import (
