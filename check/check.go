@@ -268,6 +268,7 @@ func (c *checker) feed(ctx context.Context, rd rollout.Reader, in chan<- score.S
 			if len(responses) == 0 && row.Err != nil && !row.ResponseIsList {
 				responses = []string{""} // a bad row still has its one response, scored 0
 			}
+			truth := score.ParseTruth(row.GroundTruth) // once for all the row's responses
 			ref, err := c.reference(row, len(responses), &baseDone)
 			if err != nil {
 				return err
@@ -283,7 +284,7 @@ func (c *checker) feed(ctx context.Context, rd rollout.Reader, in chan<- score.S
 						it.RefVerdicts = Verdicts{}
 					}
 				}
-				sol := score.Solution{ID: id, Completion: resp, GroundTruth: row.GroundTruth, DataSource: ds, Language: row.Language(j), Err: row.Err}
+				sol := score.Solution{ID: id, Completion: resp, GroundTruth: row.GroundTruth, Truth: truth, DataSource: ds, Language: row.Language(j), Err: row.Err}
 				c.mu.Lock()
 				c.pend[id] = &pending{item: it, sol: sol, noBase: ref.noBase || (ref.row != nil && j >= len(ref.scores))}
 				c.mu.Unlock()

@@ -337,8 +337,9 @@ func (p *pipeline) feed(ctx context.Context, rd rollout.Reader, in chan<- score.
 				bs.recs[i].Cases = make([][]sandboxclient.CaseResult, len(row.Responses))
 			}
 			p.mu.Unlock()
+			truth := score.ParseTruth(row.GroundTruth) // once for all the row's responses
 			for j, resp := range row.Responses {
-				sol := score.Solution{ID: id, Completion: resp, GroundTruth: row.GroundTruth, DataSource: p.dataSource(row), Language: row.Language(j)}
+				sol := score.Solution{ID: id, Completion: resp, GroundTruth: row.GroundTruth, Truth: truth, DataSource: p.dataSource(row), Language: row.Language(j)}
 				p.mu.Lock()
 				p.slotOf[id] = slot{bs: bs, row: i, idx: j}
 				p.mu.Unlock()

@@ -98,11 +98,27 @@ type Solution struct {
 	ID          int64  // caller's identifier, handed back in the Result
 	Completion  string // the model's response text
 	GroundTruth []byte // raw JSON ground truth (see testcases.Parse)
-	DataSource  string
-	Language    string // overrides Options.Language when not ""
+	// Truth, when set, is GroundTruth already parsed, shared by the
+	// responses of one prompt so that it is parsed once.
+	Truth      *Truth
+	DataSource string
+	Language   string // overrides Options.Language when not ""
 	// Err, when set, is a problem found before scoring (a bad input row):
 	// the solution scores 0 with this error and no case is run.
 	Err error
+}
+
+// Truth is a ground truth parsed once for every response of a prompt. It
+// is read only, so solutions running at once may share it.
+type Truth struct {
+	set *testcases.Set
+	err error
+}
+
+// ParseTruth parses raw as the engine would for each solution.
+func ParseTruth(raw []byte) *Truth {
+	set, err := testcases.Parse(raw)
+	return &Truth{set: set, err: err}
 }
 
 // Result is the outcome of one Solution.
@@ -315,7 +331,11 @@ func (e *Engine) start(sol Solution) *solState {
 		close(st.done)
 		return st
 	}
-	set, err := testcases.Parse(sol.GroundTruth)
+	truth := sol.Truth
+	if truth == nil {
+		truth = ParseTruth(sol.GroundTruth)
+	}
+	set, err := truth.set, truth.err
 	if err != nil {
 		st.res.Err = err.Error()
 		st.finished = true

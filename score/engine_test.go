@@ -477,3 +477,31 @@ func TestStopLetsInFlightFinish(t *testing.T) {
 		t.Errorf("got %d requests, want none sent after the stop", n)
 	}
 }
+
+// The responses of one prompt can share one parsed ground truth (Truth):
+// they are scored from it, not from GroundTruth, with the verdicts a parse
+// per response gives.
+func TestSharedTruth(t *testing.T) {
+	s := newStandIn(t, 0)
+	e, _ := New(s.client(t, 4), Options{MaxConcurrent: 4, Timeout: 10, MemoryLimitMB: 1024})
+	truth := ParseTruth(groundTruth(3))
+	completions := []string{"```python\nprint(input())\n```", "```python\nprint('WRONG')\n```", "no code"}
+	var shared, own []Solution
+	for i, c := range completions {
+		shared = append(shared, Solution{ID: int64(i), Completion: c, Truth: truth}) // no GroundTruth at all
+		own = append(own, Solution{ID: int64(i), Completion: c, GroundTruth: groundTruth(3)})
+	}
+	a, b := runAll(t, e, shared), runAll(t, e, own)
+	for i := range completions {
+		if fmt.Sprint(a[i].Verdicts(), a[i].Score, a[i].Err) != fmt.Sprint(b[i].Verdicts(), b[i].Score, b[i].Err) {
+			t.Errorf("response %d: shared truth gives %v %v %q, its own parse %v %v %q", i, a[i].Verdicts(), a[i].Score, a[i].Err, b[i].Verdicts(), b[i].Score, b[i].Err)
+		}
+	}
+	if fmt.Sprint(a[0].Verdicts()) != "[1 1 1]" || fmt.Sprint(a[1].Verdicts()) != "[0 0 0]" {
+		t.Errorf("verdicts from the shared truth: %v, %v", a[0].Verdicts(), a[1].Verdicts())
+	}
+	bad := ParseTruth([]byte(`{"inputs": ["1"]}`))
+	if r := runAll(t, e, []Solution{{Completion: completions[0], Truth: bad}})[0]; !strings.Contains(r.Err, "invalid test_cases structure") {
+		t.Errorf("a shared bad truth: error %q", r.Err)
+	}
+}
