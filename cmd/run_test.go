@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/verl-score/verl-score/config"
 	"github.com/verl-score/verl-score/sandbox"
 )
 
@@ -557,5 +558,22 @@ func TestRunAndDiffAgreeOnMeans(t *testing.T) {
 		if math.Abs(r.MeanScore-s.PromptMeanNew) > 1e-9 || math.Abs(r.MeanOverResponses-s.MeanNew) > 1e-9 {
 			t.Errorf("%s: run mean/prompt %.4f, mean/response %.4f; diff %.4f, %.4f", s.DataSource, r.MeanScore, r.MeanOverResponses, s.PromptMeanNew, s.MeanNew)
 		}
+	}
+}
+
+// Every setting is taken by run (scoringKeys); check takes all but run's
+// own output settings.
+func TestEverySettingIsWired(t *testing.T) {
+	taken := map[string]bool{}
+	for _, k := range scoringKeys {
+		taken[k] = true
+	}
+	for _, s := range config.Settings() {
+		if !taken[s.Key] {
+			t.Errorf("setting %q is not in scoringKeys: run has no flag for it", s.Key)
+		}
+	}
+	if n := len(scoringKeys) - len(checkKeys()); n != 3 {
+		t.Errorf("check leaves out %d of run's keys, want the 3 about run's outputs", n)
 	}
 }

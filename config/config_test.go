@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -151,6 +152,29 @@ func TestFlagsMatchKeys(t *testing.T) {
 		c, err := l.Load()
 		if err != nil || c.MemoryLimitMB != 300 {
 			t.Errorf("%s 300: got %v, %v", flag, c, err)
+		}
+	}
+}
+
+// Config's fields and Settings are one list: a field without a setting has
+// no flag, env name or config output, a setting without a field is lost.
+func TestEveryFieldHasASetting(t *testing.T) {
+	keys := map[string]bool{}
+	for _, s := range Settings() {
+		keys[s.Key] = true
+	}
+	ct := reflect.TypeOf(Config{})
+	fields := map[string]bool{}
+	for i := range ct.NumField() {
+		tag := ct.Field(i).Tag.Get("mapstructure")
+		fields[tag] = true
+		if !keys[tag] {
+			t.Errorf("Config.%s (%q) has no entry in Settings", ct.Field(i).Name, tag)
+		}
+	}
+	for k := range keys {
+		if !fields[k] {
+			t.Errorf("setting %q has no Config field", k)
 		}
 	}
 }

@@ -70,6 +70,16 @@ func DefaultOutput(input string) string {
 	return strings.TrimSuffix(clean, ext) + ".scored.jsonl"
 }
 
+// runFingerprint identifies the options that change what a row's record
+// holds; a journal written under other values cannot be resumed. A new
+// option of score.Options or rollout.Options must be classified in
+// TestFingerprintCoversEveryOption.
+func runFingerprint(opts Options) string {
+	return fingerprint(opts.Engine.Mode, opts.Engine.Language, opts.Engine.Extract, opts.Engine.Timeout,
+		opts.Engine.MemoryLimitMB, opts.Reader.ResponseKey, opts.Reader.DataSourceKey, opts.Reader.GroundTruthKey,
+		opts.Reader.LanguageKey, opts.DataSource, opts.CasesOut != "")
+}
+
 // ResolveOutput is the output path for -o output: "" gives
 // DefaultOutput(input); a directory (an existing one, or a path ending in
 // a slash) gets DefaultOutput's file name inside it.
@@ -95,9 +105,7 @@ func Run(ctx context.Context, client sandboxclient.Client, opts Options) (*Summa
 	if opts.Output == "" {
 		opts.Output = DefaultOutput(opts.Input)
 	}
-	fp := fingerprint(opts.Engine.Mode, opts.Engine.Language, opts.Engine.Extract, opts.Engine.Timeout,
-		opts.Engine.MemoryLimitMB, opts.Reader.ResponseKey, opts.Reader.DataSourceKey, opts.Reader.GroundTruthKey,
-		opts.Reader.LanguageKey, opts.DataSource, opts.CasesOut != "")
+	fp := runFingerprint(opts)
 	jpath := JournalPath(opts.Output)
 	toStdout := opts.Output == "-"
 	if toStdout && (opts.Resume || opts.Stdout == nil) {
