@@ -36,7 +36,6 @@ type Summary struct {
 	prompts     map[string]*rowRecord
 	promptOrder []string
 	promptGroup []*Group
-	mask        bool
 }
 
 // Group aggregates the responses of one data source (or all).
@@ -113,7 +112,6 @@ func (s *Summary) add(rec *rowRecord, mask bool) {
 			s.promptGroup = append(s.promptGroup, g)
 		}
 		pr.Responses = append(pr.Responses, rec.Responses...)
-		s.mask = mask
 		return
 	}
 	for _, grp := range []*Group{g, s.Overall} {
@@ -125,7 +123,7 @@ func (s *Summary) add(rec *rowRecord, mask bool) {
 func (s *Summary) foldPrompts() {
 	for i, key := range s.promptOrder {
 		for _, grp := range []*Group{s.promptGroup[i], s.Overall} {
-			grp.addRow(s.prompts[key], s.mask)
+			grp.addRow(s.prompts[key], s.InfraErrors == "mask")
 		}
 	}
 	s.prompts, s.promptOrder, s.promptGroup = nil, nil, nil
