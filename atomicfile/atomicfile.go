@@ -27,10 +27,9 @@ type File struct {
 	done bool
 }
 
-// CreateTemp creates an empty temporary file for path, named so that
-// CleanStale recognises it once this process is gone. The caller renames or
-// removes it.
-func CreateTemp(path string) (*os.File, error) {
+// createTemp creates an empty temporary file for path, named so that
+// CleanStale recognises it once this process is gone.
+func createTemp(path string) (*os.File, error) {
 	f, err := os.CreateTemp(filepath.Dir(path), tempPrefix(path)+strconv.Itoa(os.Getpid())+"-*")
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, err)
@@ -40,7 +39,7 @@ func CreateTemp(path string) (*os.File, error) {
 
 // Create starts writing path. The file gets mode perm on Commit.
 func Create(path string, perm os.FileMode) (*File, error) {
-	f, err := CreateTemp(path)
+	f, err := createTemp(path)
 	if err != nil {
 		return nil, err
 	}
@@ -56,14 +55,29 @@ func (a *File) TempName() string { return a.f.Name() }
 // Commit flushes, syncs and renames the temporary file onto the path, then
 // syncs the directory.
 func (a *File) Commit() error {
+	f, err := a.commit()
+	if err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", a.final, err)
+	}
+	return nil
+}
+
+// CommitOpen is Commit that keeps the file open: the caller may go on
+// appending to the file now at the path (a journal), and must close it.
+func (a *File) CommitOpen() (*os.File, error) { return a.commit() }
+
+func (a *File) commit() (*os.File, error) {
 	if a.done {
-		return errors.New("output already committed or aborted")
+		return nil, errors.New("output already committed or aborted")
 	}
 	a.done = true
-	fail := func(err error) error {
+	fail := func(err error) (*os.File, error) {
 		a.f.Close()
 		os.Remove(a.f.Name())
-		return fmt.Errorf("write %s: %w", a.final, err)
+		return nil, fmt.Errorf("write %s: %w", a.final, err)
 	}
 	if err := a.Flush(); err != nil {
 		return fail(err)
@@ -74,16 +88,11 @@ func (a *File) Commit() error {
 	if err := a.f.Sync(); err != nil {
 		return fail(err)
 	}
-	if err := a.f.Close(); err != nil {
-		os.Remove(a.f.Name())
-		return fmt.Errorf("write %s: %w", a.final, err)
-	}
 	if err := os.Rename(a.f.Name(), a.final); err != nil {
-		os.Remove(a.f.Name())
-		return fmt.Errorf("write %s: %w", a.final, err)
+		return fail(err)
 	}
 	SyncDir(filepath.Dir(a.final)) // not every file system allows it
-	return nil
+	return a.f, nil
 }
 
 // Abort removes the temporary file; after Commit it does nothing.

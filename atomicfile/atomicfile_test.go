@@ -70,6 +70,43 @@ func TestCommitReplacesWholeFile(t *testing.T) {
 	}
 }
 
+// CommitOpen publishes the whole file and leaves it open: what is appended
+// afterwards lands in the file at the path.
+func TestCommitOpenKeepsAppending(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out.journal")
+	if err := os.WriteFile(path, []byte("old journal\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, err := Create(path, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.WriteString("header\n")
+	f, err := a.CommitOpen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "header\n" {
+		t.Fatalf("after CommitOpen the path holds %q", b)
+	}
+	if _, err := f.WriteString("row 1\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "header\nrow 1\n" {
+		t.Fatalf("appended after CommitOpen: %q", b)
+	}
+	if got := names(t, dir); len(got) != 1 {
+		t.Fatalf("temporary file left: %q", got)
+	}
+	if err := a.Commit(); err == nil {
+		t.Error("Commit after CommitOpen succeeded")
+	}
+}
+
 func TestAbortLeavesNothing(t *testing.T) {
 	dir := t.TempDir()
 	a, err := Create(filepath.Join(dir, "out.parquet"), 0o644)

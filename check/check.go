@@ -23,7 +23,6 @@ type Options struct {
 	Baseline string
 
 	Reader     rollout.Options
-	Engine     score.Options
 	DataSource string // for rows that have none (dumps)
 
 	Tolerance   float64 // absolute; |new - reference| <= Tolerance is equal
@@ -33,12 +32,6 @@ type Options struct {
 	Reruns int
 	// KeepItems keeps every response in Report.Items (for JUnit output).
 	KeepItems bool
-
-	// Abort, when closed, cancels the requests in flight; cancelling the
-	// context only stops sending new ones.
-	Abort <-chan struct{}
-	// OnEngine is called with the engine once it exists (progress display).
-	OnEngine func(*score.Engine)
 }
 
 // DefaultTolerance is the default absolute tolerance between two rewards.
@@ -47,10 +40,6 @@ const DefaultTolerance = 1e-6
 // ErrNoReference is returned when the input carries no reference score
 // for any response: there is nothing to check against.
 var ErrNoReference = errors.New("no response has a reference score")
-
-// ErrSandboxUnusable is returned when every case of every response failed
-// with an infrastructure error: the sandbox, not the rewards, is broken.
-var ErrSandboxUnusable = errors.New("sandbox unusable: every case failed with an infrastructure error")
 
 // ErrInterrupted is returned (wrapped) when the context was cancelled
 // before every response was scored.
@@ -80,8 +69,9 @@ type pending struct {
 // scored again up to opts.Reruns times; one whose verdicts change between
 // runs is Flaky, one whose verdicts repeat is a Regressed or Improved
 // mismatch. The report is returned whenever the check ran to its end;
-// the caller decides the exit code from Report.Regression.
-func Check(ctx context.Context, client sandboxclient.Client, opts Options) (*Report, error) {
+// the caller decides the exit code from Report.Regression. Stopping eng
+// or cancelling ctx ends the check with ErrInterrupted.
+func Check(ctx context.Context, eng *score.Engine, opts Options) (*Report, error) {
 	if err := validate(opts.Tolerance, opts.MaxMismatch, opts.Reruns); err != nil {
 		return nil, err
 	}
@@ -99,13 +89,6 @@ func Check(ctx context.Context, client sandboxclient.Client, opts Options) (*Rep
 		defer base.Close()
 		refDesc = "baseline " + opts.Baseline
 	}
-	eng, err := score.New(client, opts.Engine)
-	if err != nil {
-		return nil, err
-	}
-	if opts.OnEngine != nil {
-		opts.OnEngine(eng)
-	}
 
 	rep := &Report{Command: "check", Reference: refDesc, New: opts.Input, Tolerance: opts.Tolerance,
 		MaxMismatch: opts.MaxMismatch, Reruns: opts.Reruns}
@@ -115,12 +98,14 @@ func Check(ctx context.Context, client sandboxclient.Client, opts Options) (*Rep
 
 	in := make(chan score.Solution, 64)
 	feedErr := make(chan error, 1)
+	feedCtx, stopFeed := eng.UntilStopped(ctx)
+	defer stopFeed()
 	go func() {
 		defer close(in)
-		feedErr <- c.feed(ctx, rd, in)
+		feedErr <- c.feed(feedCtx, rd, in)
 	}()
 	var rerun []*pending
-	runErr := eng.Run(ctx, opts.Abort, in, func(r *score.Result) error {
+	runErr := eng.Run(ctx, in, func(r *score.Result) error {
 		p := c.take(r.ID)
 		if p == nil {
 			return fmt.Errorf("internal error: result for unknown response %d", r.ID)
@@ -153,21 +138,21 @@ func Check(ctx context.Context, client sandboxclient.Client, opts Options) (*Rep
 	if runErr != nil {
 		return nil, runErr
 	}
-	if c.aborted || ctx.Err() != nil {
+	if c.aborted || ctx.Err() != nil || eng.WasStopped() {
 		return nil, fmt.Errorf("%w: %d responses scored", ErrInterrupted, rep.Counts.Responses+len(rerun))
 	}
 	if ferr != nil {
 		return nil, ferr
 	}
 	if c.withCases > 0 && c.allInfra == c.withCases {
-		return nil, fmt.Errorf("%w (%d responses; first error: %s)", ErrSandboxUnusable, c.withCases, c.firstInfra)
+		return nil, fmt.Errorf("%w: every case failed with an infrastructure error (%d responses; first error: %s)", score.ErrSandboxUnusable, c.withCases, c.firstInfra)
 	}
 
 	// Rerun the suspicious mismatches; once a response's verdicts change
 	// it is flaky and needs no further run.
 	for round := 0; round < opts.Reruns && len(rerun) > 0; round++ {
 		var still []*pending
-		results, err := rescore(ctx, eng, opts.Abort, rerun)
+		results, err := rescore(ctx, eng, rerun)
 		if err != nil {
 			return nil, err
 		}
@@ -260,20 +245,14 @@ func (c *checker) feed(ctx context.Context, rd rollout.Reader, in chan<- score.S
 		for i := range batch.Rows {
 			row := &batch.Rows[i]
 			rows++
-			ds := row.DataSource
-			if ds == "" {
-				ds = c.opts.DataSource
-			}
-			responses := row.Responses
-			if len(responses) == 0 && row.Err != nil && !row.ResponseIsList {
-				responses = []string{""} // a bad row still has its one response, scored 0
-			}
-			truth := score.ParseTruth(row.GroundTruth) // once for all the row's responses
-			ref, err := c.reference(row, len(responses), &baseDone)
+			ds := row.SourceOr(c.opts.DataSource)
+			sols := score.RowSolutions(row, c.opts.DataSource, id)
+			id += int64(len(sols))
+			ref, err := c.reference(row, len(sols), &baseDone)
 			if err != nil {
 				return err
 			}
-			for j, resp := range responses {
+			for j, sol := range sols {
 				it := &Item{Row: row.Index, Response: j, File: row.File, Line: row.Line, DataSource: ds}
 				if j < len(ref.scores) {
 					it.Reference = fptr(ref.scores[j])
@@ -284,11 +263,9 @@ func (c *checker) feed(ctx context.Context, rd rollout.Reader, in chan<- score.S
 						it.RefVerdicts = Verdicts{}
 					}
 				}
-				sol := score.Solution{ID: id, Completion: resp, GroundTruth: row.GroundTruth, Truth: truth, DataSource: ds, Language: row.Language(j), Err: row.Err}
 				c.mu.Lock()
-				c.pend[id] = &pending{item: it, sol: sol, noBase: ref.noBase || (ref.row != nil && j >= len(ref.scores))}
+				c.pend[sol.ID] = &pending{item: it, sol: sol, noBase: ref.noBase || (ref.row != nil && j >= len(ref.scores))}
 				c.mu.Unlock()
-				id++
 				select {
 				case in <- sol:
 				case <-ctx.Done():
@@ -296,7 +273,7 @@ func (c *checker) feed(ctx context.Context, rd rollout.Reader, in chan<- score.S
 				}
 			}
 			// Baseline responses beyond the input's are missing from it.
-			for j := len(responses); j < len(ref.scores); j++ {
+			for j := len(sols); j < len(ref.scores); j++ {
 				c.missingFromInput(ref.row, j)
 			}
 		}
@@ -436,7 +413,7 @@ func sameVerdicts[A, B ~[]int8](a A, b B) bool {
 
 // rescore scores the solutions of ps again and returns their results in
 // the same order.
-func rescore(ctx context.Context, eng *score.Engine, abort <-chan struct{}, ps []*pending) ([]*score.Result, error) {
+func rescore(ctx context.Context, eng *score.Engine, ps []*pending) ([]*score.Result, error) {
 	in := make(chan score.Solution)
 	go func() {
 		defer close(in)
@@ -452,7 +429,7 @@ func rescore(ctx context.Context, eng *score.Engine, abort <-chan struct{}, ps [
 	}()
 	out := make([]*score.Result, 0, len(ps))
 	aborted := false
-	err := eng.Run(ctx, abort, in, func(r *score.Result) error {
+	err := eng.Run(ctx, in, func(r *score.Result) error {
 		if r.Aborted {
 			aborted = true
 		}
@@ -462,7 +439,7 @@ func rescore(ctx context.Context, eng *score.Engine, abort <-chan struct{}, ps [
 	if err != nil {
 		return nil, err
 	}
-	if aborted || ctx.Err() != nil || len(out) != len(ps) {
+	if aborted || ctx.Err() != nil || eng.WasStopped() || len(out) != len(ps) {
 		return nil, fmt.Errorf("%w during the reruns", ErrInterrupted)
 	}
 	return out, nil

@@ -8,13 +8,23 @@ import (
 	"testing"
 
 	"github.com/verl-score/verl-score/rollout"
+	"github.com/verl-score/verl-score/sandboxclient"
 	"github.com/verl-score/verl-score/score"
 )
 
 func checkOpts(input string) Options {
+	return Options{Input: input, Reader: rollout.DefaultOptions(), Tolerance: DefaultTolerance, Reruns: 2, KeepItems: true}
+}
+
+// checkOn checks on an engine over client at 8 requests at once.
+func checkOn(ctx context.Context, client sandboxclient.Client, opts Options) (*Report, error) {
 	eo := score.DefaultOptions()
 	eo.MaxConcurrent = 8
-	return Options{Input: input, Reader: rollout.DefaultOptions(), Engine: eo, Tolerance: DefaultTolerance, Reruns: 2, KeepItems: true}
+	eng, err := score.New(client, eo)
+	if err != nil {
+		return nil, err
+	}
+	return Check(ctx, eng, opts)
 }
 
 func outcomes(r *Report) map[string]Outcome {
@@ -107,7 +117,7 @@ func TestCheckOutcomes(t *testing.T) {
 			opts := checkOpts(writeFile(t, "1.jsonl", tt.lines(t)...))
 			opts.Reruns = tt.reruns
 			opts.MaxMismatch = tt.maxMismatch
-			rep, err := Check(context.Background(), newFakeSandbox(), opts)
+			rep, err := checkOn(context.Background(), newFakeSandbox(), opts)
 			if err != nil {
 				t.Fatalf("Check: %v", err)
 			}
@@ -130,7 +140,7 @@ func TestCheckOutcomes(t *testing.T) {
 func TestCheckFlakyRuns(t *testing.T) {
 	opts := checkOpts(writeFile(t, "1.jsonl", dumpLine(t, "x", "FLAKY", 1, 1.0), dumpLine(t, "x", "SLOW", 1, 1.0)))
 	opts.Reruns = 2
-	rep, err := Check(context.Background(), newFakeSandbox(), opts)
+	rep, err := checkOn(context.Background(), newFakeSandbox(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,14 +168,14 @@ func TestCheckErrors(t *testing.T) {
 	}{
 		{"sandbox down", func(t *testing.T) []string {
 			return []string{dumpLine(t, "x", "DOWN", 2, 1.0), dumpLine(t, "x", "DOWN", 1, 1.0)}
-		}, ErrSandboxUnusable},
+		}, score.ErrSandboxUnusable},
 		{"no reference", func(t *testing.T) []string {
 			return []string{dumpLine(t, "x", "ECHO", 2, nil)}
 		}, ErrNoReference},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Check(context.Background(), newFakeSandbox(), checkOpts(writeFile(t, "1.jsonl", tt.lines(t)...)))
+			_, err := checkOn(context.Background(), newFakeSandbox(), checkOpts(writeFile(t, "1.jsonl", tt.lines(t)...)))
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("got %v, want %v", err, tt.want)
 			}
@@ -183,7 +193,7 @@ func TestCheckErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			o := checkOpts(writeFile(t, "1.jsonl", dumpLine(t, "x", "ECHO", 1, 1.0)))
 			tt.mod(&o)
-			if _, err := Check(context.Background(), newFakeSandbox(), o); err == nil {
+			if _, err := checkOn(context.Background(), newFakeSandbox(), o); err == nil {
 				t.Fatal("got no error, want one")
 			}
 		})
@@ -193,7 +203,7 @@ func TestCheckErrors(t *testing.T) {
 func TestCheckInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := Check(ctx, newFakeSandbox(), checkOpts(writeFile(t, "1.jsonl", dumpLine(t, "x", "ECHO", 1, 1.0))))
+	_, err := checkOn(ctx, newFakeSandbox(), checkOpts(writeFile(t, "1.jsonl", dumpLine(t, "x", "ECHO", 1, 1.0))))
 	if !errors.Is(err, ErrInterrupted) && !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want an interruption", err)
 	}
@@ -217,7 +227,7 @@ func TestCheckBaseline(t *testing.T) {
 	)
 	opts := checkOpts(input)
 	opts.Baseline = base
-	rep, err := Check(context.Background(), newFakeSandbox(), opts)
+	rep, err := checkOn(context.Background(), newFakeSandbox(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +256,7 @@ func TestCheckBaseline(t *testing.T) {
 
 func TestCheckReportsText(t *testing.T) {
 	opts := checkOpts(writeFile(t, "1.jsonl", dumpLine(t, "x", "FLAKY", 1, 1.0), dumpLine(t, "y", "CRASH", 2, 1.0), dumpLine(t, "y", "ECHO", 2, 1.0)))
-	rep, err := Check(context.Background(), newFakeSandbox(), opts)
+	rep, err := checkOn(context.Background(), newFakeSandbox(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +311,7 @@ func TestCheckBaselineShape(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			opts := checkOpts(writeFile(t, "in.jsonl", tt.input...))
 			opts.Baseline = writeFile(t, "base.jsonl", tt.base...)
-			rep, err := Check(context.Background(), newFakeSandbox(), opts)
+			rep, err := checkOn(context.Background(), newFakeSandbox(), opts)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -13,8 +14,7 @@ import (
 	"github.com/verl-score/verl-score/atomicfile"
 	"github.com/verl-score/verl-score/check"
 	"github.com/verl-score/verl-score/config"
-	"github.com/verl-score/verl-score/job"
-	"github.com/verl-score/verl-score/score"
+	"github.com/verl-score/verl-score/progress"
 )
 
 // checkExitHelp is the EXIT STATUS block of check and diff.
@@ -189,7 +189,7 @@ file); keep them as they were when the reference was computed.` + checkExitHelp,
 		},
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.input = args[0]
-			return runCheck(c, opts)
+			return runCheck(c.Context(), opts)
 		},
 	}
 	f := c.Flags()
@@ -201,7 +201,8 @@ file); keep them as they were when the reference was computed.` + checkExitHelp,
 	return c
 }
 
-func runCheck(c *cobra.Command, opts *checkOptions) error {
+// runCheck is the check command.
+func runCheck(ctx context.Context, opts *checkOptions) error {
 	if err := opts.report.validate(); err != nil {
 		return err
 	}
@@ -217,22 +218,16 @@ func runCheck(c *cobra.Command, opts *checkOptions) error {
 	if !opts.quiet {
 		fmt.Fprintf(errOut, "verl-score: checking %s with the %s\n", opts.input, sc.desc)
 	}
-	var reporter *job.Reporter
-	mode := job.ProgressAuto
-	if opts.quiet {
-		mode = job.ProgressOff
-	}
-	ctx := c.Context()
-	rep, err := check.Check(ctx, sc.client, check.Options{
+	reporter := progress.Start(errOut, progressMode(opts.quiet), sc.eng, nil, 5*time.Second)
+	unwatch := stopOnInterrupt(opts.streams, sc.eng)
+	rep, err := check.Check(ctx, sc.eng, check.Options{
 		Input: opts.input, Stdin: opts.streams.In, Baseline: opts.baseline,
-		Reader: sc.reader, Engine: sc.engine, DataSource: sc.cfg.DataSource,
+		Reader: sc.reader, DataSource: sc.cfg.DataSource,
 		Tolerance: opts.report.tolerance, MaxMismatch: opts.report.maxMismatch, Reruns: opts.reruns,
-		KeepItems: opts.report.junit != "", Abort: abortChan(ctx),
-		OnEngine: func(e *score.Engine) { reporter = job.StartProgress(errOut, mode, e, nil, 5*time.Second) },
+		KeepItems: opts.report.junit != "",
 	})
-	if reporter != nil {
-		reporter.Stop()
-	}
+	unwatch()
+	reporter.Stop()
 	if err != nil {
 		return err
 	}

@@ -38,14 +38,14 @@ func sandboxClient(cfg *config.Config, warn io.Writer) (sandboxclient.Client, st
 	return l, fmt.Sprintf("embedded sandbox (%d at once)", cfg.LocalConcurrency), func() { l.Close() }, nil
 }
 
-// scoring is what a scoring command (run, check) needs: the configuration,
-// engine and reader options, and the sandbox client.
+// scoring is what a scoring command (run, check) needs: the
+// configuration, the reader options, and the engine over its sandbox
+// client.
 type scoring struct {
 	cfg    *config.Config
-	engine score.Options
 	reader rollout.Options
-	client sandboxclient.Client
-	desc   string // the client, for people
+	eng    *score.Engine
+	desc   string // the sandbox client, for people
 	close  func()
 	warn   func(string)
 }
@@ -60,8 +60,8 @@ func loadConfig(loader *config.Loader) (*config.Config, error) {
 	return cfg, err
 }
 
-// setupScoring loads the configuration and builds the sandbox client;
-// warnings go to errOut.
+// setupScoring loads the configuration and builds the sandbox client and
+// the engine over it; warnings go to errOut.
 func setupScoring(loader *config.Loader, errOut io.Writer) (*scoring, error) {
 	cfg, err := loadConfig(loader)
 	if err != nil {
@@ -77,5 +77,10 @@ func setupScoring(loader *config.Loader, errOut io.Writer) (*scoring, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &scoring{cfg: cfg, engine: eo, reader: ro, client: client, desc: desc, close: closeClient, warn: warn}, nil
+	eng, err := score.New(client, eo)
+	if err != nil {
+		closeClient()
+		return nil, err
+	}
+	return &scoring{cfg: cfg, reader: ro, eng: eng, desc: desc, close: closeClient, warn: warn}, nil
 }

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"github.com/spf13/cobra"
 
 	"github.com/verl-score/verl-score/check"
@@ -40,7 +41,7 @@ score that moved is a mismatch whatever verdicts moved it.` + checkExitHelp,
 		},
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.a, opts.b = args[0], args[1]
-			return runDiff(opts)
+			return runDiff(c.Context(), opts)
 		},
 	}
 	opts.report.addFlags(c.Flags())
@@ -48,7 +49,7 @@ score that moved is a mismatch whatever verdicts moved it.` + checkExitHelp,
 	return c
 }
 
-func runDiff(opts *diffOptions) error {
+func runDiff(_ context.Context, opts *diffOptions) error {
 	if err := opts.report.validate(); err != nil {
 		return err
 	}

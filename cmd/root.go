@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/verl-score/verl-score/rollout"
+	"github.com/verl-score/verl-score/score"
 )
 
 // Exit codes shared by every command.
@@ -49,6 +50,11 @@ type Streams struct {
 	In     io.Reader
 	Out    io.Writer
 	ErrOut io.Writer
+	// Interrupt, when closed, asks a scoring command to stop gently: send
+	// nothing more, finish the cases in flight, write what is done. Main
+	// closes it at the first SIGINT/SIGTERM and cancels the context at the
+	// second; nil never fires.
+	Interrupt <-chan struct{}
 }
 
 // UsageError marks errors in how the command was called (exit 2).
@@ -98,9 +104,9 @@ per-case verdicts and rewards for every response.` + exitHelp,
 
 // Main runs the CLI with os.Args and returns the process exit code.
 func Main() int {
-	ctx, stop := signalContext(context.Background())
+	ctx, interrupt, stop := signalContext(context.Background())
 	defer stop()
-	return Run(ctx, os.Args[1:], Streams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
+	return Run(ctx, os.Args[1:], Streams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, Interrupt: interrupt})
 }
 
 // Run executes the command line args and maps the outcome to an exit code.
@@ -130,33 +136,45 @@ func exitCode(err error, w io.Writer) int {
 	return ExitFailed
 }
 
-// signalContext returns a context cancelled by the first SIGINT/SIGTERM;
-// a second signal closes the channel abortChan returns, and a third one
-// kills the process as usual.
-func signalContext(parent context.Context) (context.Context, context.CancelFunc) {
+// signalContext returns a channel closed by the first SIGINT/SIGTERM and a
+// context cancelled by the second; a third one kills the process as usual.
+func signalContext(parent context.Context) (context.Context, <-chan struct{}, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(parent)
-	abort := make(chan struct{})
-	ctx = context.WithValue(ctx, abortKey{}, (<-chan struct{})(abort))
+	interrupt := make(chan struct{})
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	done := make(chan struct{})
 	go func() {
 		select {
 		case <-sigs:
-			cancel()
+			close(interrupt)
 		case <-done:
 			return
 		}
 		select {
 		case <-sigs:
-			close(abort)
+			cancel()
 		case <-done:
 		}
 		signal.Stop(sigs)
 	}()
-	return ctx, func() {
+	return ctx, interrupt, func() {
 		close(done)
 		signal.Stop(sigs)
 		cancel()
 	}
+}
+
+// stopOnInterrupt stops eng gently when s.Interrupt closes, until the
+// returned function is called.
+func stopOnInterrupt(s Streams, eng *score.Engine) func() {
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-s.Interrupt:
+			eng.Stop()
+		case <-done:
+		}
+	}()
+	return func() { close(done) }
 }

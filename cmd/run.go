@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/verl-score/verl-score/config"
 	"github.com/verl-score/verl-score/job"
+	"github.com/verl-score/verl-score/progress"
 	"github.com/verl-score/verl-score/rollout"
 	"github.com/verl-score/verl-score/score"
 	"github.com/verl-score/verl-score/testcases"
@@ -34,6 +36,8 @@ type runOptions struct {
 	quiet    bool
 	loader   *config.Loader
 	streams  Streams
+	// resumeCmd is the command line that continues this run.
+	resumeCmd string
 }
 
 func newRunCmd(s Streams) *cobra.Command {
@@ -66,7 +70,8 @@ prints the command that resumes it.` + exitHelp,
 		},
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.input = args[0]
-			return runRun(c, opts)
+			opts.resumeCmd = resumeCommand(c, opts)
+			return runScore(c.Context(), opts)
 		},
 	}
 	f := c.Flags()
@@ -108,7 +113,8 @@ func scoringSetup(cfg *config.Config) (score.Options, rollout.Options, error) {
 	return eo, ro, nil
 }
 
-func runRun(c *cobra.Command, opts *runOptions) error {
+// runScore is the run command: it scores opts.input into its output.
+func runScore(ctx context.Context, opts *runOptions) error {
 	errOut := opts.streams.ErrOut
 	sc, err := setupScoring(opts.loader, errOut)
 	if err != nil {
@@ -126,29 +132,22 @@ func runRun(c *cobra.Command, opts *runOptions) error {
 		fmt.Fprintf(errOut, "verl-score: scoring %s into %s with the %s\n", opts.input, output, sc.desc)
 	}
 
-	ctx := c.Context()
-	var reporter *job.Reporter
-	mode := job.ProgressAuto
-	if opts.quiet {
-		mode = job.ProgressOff
-	}
 	// With the data on stdout, the summary goes to stderr.
 	sumOut := opts.streams.Out
 	if output == "-" {
 		sumOut = errOut
 	}
+	rows := progress.NewRows()
 	jo := job.Options{
 		Input: opts.input, Stdin: opts.streams.In, Output: output, Stdout: opts.streams.Out, CasesOut: opts.casesOut, Summary: opts.summary,
-		Reader: sc.reader, Engine: sc.engine, DataSource: cfg.DataSource, MaskInfra: cfg.InfraErrors == "mask",
-		MaxText: cfg.CasesOutMaxText, Resume: opts.resume, Abort: abortChan(ctx), Warn: sc.warn,
-		OnEngine: func(e *score.Engine, c *job.Counters) {
-			reporter = job.StartProgress(errOut, mode, e, c, 5*time.Second)
-		},
+		Reader: sc.reader, DataSource: cfg.DataSource, MaskInfra: cfg.InfraErrors == "mask",
+		MaxText: cfg.CasesOutMaxText, Resume: opts.resume, Warn: sc.warn, Rows: rows,
 	}
-	sum, err := job.Run(ctx, sc.client, jo)
-	if reporter != nil {
-		reporter.Stop()
-	}
+	reporter := progress.Start(errOut, progressMode(opts.quiet), sc.eng, rows, 5*time.Second)
+	unwatch := stopOnInterrupt(opts.streams, sc.eng)
+	sum, err := job.Run(ctx, sc.eng, jo)
+	unwatch()
+	reporter.Stop()
 	if sum != nil && (err == nil || errors.Is(err, job.ErrInterrupted)) {
 		if opts.json {
 			if jerr := writeJSON(sumOut, sum); jerr != nil {
@@ -159,7 +158,7 @@ func runRun(c *cobra.Command, opts *runOptions) error {
 		}
 	}
 	if errors.Is(err, job.ErrInterrupted) {
-		return &ExitError{Code: ExitInterrupted, Err: fmt.Errorf("%w\nresume with: %s", err, resumeCommand(c, opts))}
+		return &ExitError{Code: ExitInterrupted, Err: fmt.Errorf("%w\nresume with: %s", err, opts.resumeCmd)}
 	}
 	if err != nil {
 		return err
@@ -172,6 +171,14 @@ func runRun(c *cobra.Command, opts *runOptions) error {
 			sum.Overall.InfraResponses, sent, 100*frac)
 	}
 	return nil
+}
+
+// progressMode is the display of a command with or without --quiet.
+func progressMode(quiet bool) progress.Mode {
+	if quiet {
+		return progress.Off
+	}
+	return progress.Auto
 }
 
 // resumeCommand is the command line that continues an interrupted run.

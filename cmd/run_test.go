@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -126,27 +127,41 @@ func TestRunThroughServeAndInterruptResume(t *testing.T) {
 	}
 	want, _ := os.ReadFile(full)
 
-	// Interrupted after a few requests: exit 4 and the resume command.
-	ctx, cancel := context.WithCancel(context.Background())
-	srv2 := sandboxServer(t, 5, cancel)
-	out := filepath.Join(dir, "out.jsonl")
-	code, _, stderr = run(ctx, "run", in, "-o", out, "-q", "--sandbox-url", srv2.URL+"/run_code", "--max-concurrent", "2")
-	if code != ExitInterrupted {
-		t.Fatalf("got exit %d, want %d: %s", code, ExitInterrupted, stderr)
-	}
-	if !strings.Contains(stderr, "--resume") || !strings.Contains(stderr, "-o") {
-		t.Errorf("stderr does not show the resume command: %s", stderr)
-	}
-	code, _, stderr = run(context.Background(), "run", in, "-o", out, "-q", "--sandbox-url", srv2.URL+"/run_code", "--max-concurrent", "2", "--resume")
-	if code != ExitOK {
-		t.Fatalf("resume: got exit %d: %s", code, stderr)
-	}
-	got, _ := os.ReadFile(out)
-	if !bytes.Equal(got, want) {
-		gl, wl := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
-		for i := range min(len(gl), len(wl)) {
-			if gl[i] != wl[i] {
-				t.Errorf("resumed output differs from the complete run's at row %d:\n got ...%s\nwant ...%s", i+1, tail(gl[i]), tail(wl[i]))
+	// Interrupted after a few requests, gently (the first signal: the cases
+	// in flight finish) or hard (the context: they are cut off): exit 4 and
+	// the resume command, and the resumed output equals the complete one.
+	for _, hard := range []bool{false, true} {
+		ctx, cancel := context.WithCancel(context.Background())
+		interrupt := make(chan struct{})
+		var once sync.Once
+		stop := func() { once.Do(func() { close(interrupt) }) }
+		if hard {
+			stop = cancel
+		}
+		srv2 := sandboxServer(t, 5, stop)
+		out := filepath.Join(dir, fmt.Sprintf("out-%v.jsonl", hard))
+		var outb, errb bytes.Buffer
+		code = Run(ctx, []string{"run", in, "-o", out, "-q", "--sandbox-url", srv2.URL + "/run_code", "--max-concurrent", "2"},
+			Streams{In: strings.NewReader(""), Out: &outb, ErrOut: &errb, Interrupt: interrupt})
+		cancel()
+		stderr = errb.String()
+		if code != ExitInterrupted {
+			t.Fatalf("hard %v: got exit %d, want %d: %s", hard, code, ExitInterrupted, stderr)
+		}
+		if !strings.Contains(stderr, "--resume") || !strings.Contains(stderr, "-o") {
+			t.Errorf("hard %v: stderr does not show the resume command: %s", hard, stderr)
+		}
+		code, _, stderr = run(context.Background(), "run", in, "-o", out, "-q", "--sandbox-url", srv2.URL+"/run_code", "--max-concurrent", "2", "--resume")
+		if code != ExitOK {
+			t.Fatalf("hard %v: resume: got exit %d: %s", hard, code, stderr)
+		}
+		got, _ := os.ReadFile(out)
+		if !bytes.Equal(got, want) {
+			gl, wl := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
+			for i := range min(len(gl), len(wl)) {
+				if gl[i] != wl[i] {
+					t.Errorf("hard %v: resumed output differs from the complete run's at row %d:\n got ...%s\nwant ...%s", hard, i+1, tail(gl[i]), tail(wl[i]))
+				}
 			}
 		}
 	}

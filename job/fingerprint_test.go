@@ -19,10 +19,14 @@ func TestFingerprintCoversEveryOption(t *testing.T) {
 		"rollout.Options": {"ResponseKey": true, "DataSourceKey": true, "RequireDataSource": false, "GroundTruthKey": true,
 			"ScoreKey": false, "LanguageKey": true, "BatchRows": false, "Warn": false},
 	}
-	base := Options{Engine: score.DefaultOptions(), Reader: rollout.DefaultOptions()}
-	for name, target := range map[string]func(o *Options) reflect.Value{
-		"Options":         func(o *Options) reflect.Value { return reflect.ValueOf(&o.Engine).Elem() },
-		"rollout.Options": func(o *Options) reflect.Value { return reflect.ValueOf(&o.Reader).Elem() },
+	type inputs struct {
+		engine score.Options
+		job    Options
+	}
+	base := inputs{score.DefaultOptions(), Options{Reader: rollout.DefaultOptions()}}
+	for name, target := range map[string]func(o *inputs) reflect.Value{
+		"Options":         func(o *inputs) reflect.Value { return reflect.ValueOf(&o.engine).Elem() },
+		"rollout.Options": func(o *inputs) reflect.Value { return reflect.ValueOf(&o.job.Reader).Elem() },
 	} {
 		v := target(&base)
 		for i := range v.NumField() {
@@ -48,7 +52,7 @@ func TestFingerprintCoversEveryOption(t *testing.T) {
 			default:
 				t.Fatalf("%s.%s: kind %s not handled by this test", name, f.Name, fv.Kind())
 			}
-			if got := runFingerprint(changed) != runFingerprint(base); got != want {
+			if got := runFingerprint(changed.engine, changed.job) != runFingerprint(base.engine, base.job); got != want {
 				t.Errorf("%s.%s: changing it changes the fingerprint: %v, want %v", name, f.Name, got, want)
 			}
 		}

@@ -64,7 +64,16 @@ func engineOptions() score.Options {
 }
 
 func jobOptions(input, output string) Options {
-	return Options{Input: input, Output: output, Reader: rollout.DefaultOptions(), Engine: engineOptions(), MaxText: 200}
+	return Options{Input: input, Output: output, Reader: rollout.DefaultOptions(), MaxText: 200}
+}
+
+// runOn runs a job on an engine over client with engineOptions.
+func runOn(ctx context.Context, client sandboxclient.Client, opts Options) (*Summary, error) {
+	eng, err := score.New(client, engineOptions())
+	if err != nil {
+		return nil, err
+	}
+	return Run(ctx, eng, opts)
 }
 
 // golden compares got with the golden file name, or rewrites it with -update.
@@ -109,7 +118,7 @@ func TestGoldenJSONL(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "example.scored.jsonl")
 	opts := jobOptions(exampleJSONL, out)
 	opts.CasesOut = filepath.Join(t.TempDir(), "cases.jsonl")
-	sum, err := Run(context.Background(), embedded(t), opts)
+	sum, err := runOn(context.Background(), embedded(t), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +153,7 @@ func TestGoldenJSONL(t *testing.T) {
 
 func TestGoldenDump(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "dump.scored.jsonl")
-	sum, err := Run(context.Background(), embedded(t), jobOptions(exampleDump, out))
+	sum, err := runOn(context.Background(), embedded(t), jobOptions(exampleDump, out))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +187,7 @@ func TestGoldenDump(t *testing.T) {
 // reads the output back with the plain Arrow reader.
 func TestGoldenParquet(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "verl_rows.scored.parquet")
-	if _, err := Run(context.Background(), embedded(t), jobOptions(verlParquet, out)); err != nil {
+	if _, err := runOn(context.Background(), embedded(t), jobOptions(verlParquet, out)); err != nil {
 		t.Fatal(err)
 	}
 	f, err := file.OpenParquetFile(out, false)
@@ -254,7 +263,7 @@ func (s *stopAfter) Run(ctx context.Context, req *sandboxclient.Request) (*sandb
 func TestResumeEqualsUninterrupted(t *testing.T) {
 	dir := t.TempDir()
 	full := filepath.Join(dir, "full.jsonl")
-	if _, err := Run(context.Background(), embedded(t), jobOptions(exampleJSONL, full)); err != nil {
+	if _, err := runOn(context.Background(), embedded(t), jobOptions(exampleJSONL, full)); err != nil {
 		t.Fatal(err)
 	}
 	want, _ := os.ReadFile(full)
@@ -264,7 +273,7 @@ func TestResumeEqualsUninterrupted(t *testing.T) {
 	client := &stopAfter{Client: embedded(t), n: 30, cancel: cancel}
 	opts := jobOptions(exampleJSONL, out)
 	opts.Reader.BatchRows = 4
-	sum, err := Run(ctx, client, opts)
+	sum, err := runOn(ctx, client, opts)
 	if err == nil || !strings.Contains(err.Error(), "interrupted") {
 		t.Fatalf("got %v, want an interruption", err)
 	}
@@ -286,13 +295,13 @@ func TestResumeEqualsUninterrupted(t *testing.T) {
 		t.Fatalf("no journal after an interruption: %v", err)
 	}
 	// Without --resume the journal is not silently overwritten.
-	if _, err := Run(context.Background(), embedded(t), opts); err == nil || !strings.Contains(err.Error(), "--resume") {
+	if _, err := runOn(context.Background(), embedded(t), opts); err == nil || !strings.Contains(err.Error(), "--resume") {
 		t.Fatalf("second run without resume: got %v, want a pointer to --resume", err)
 	}
 
 	counting := &stopAfter{Client: embedded(t), n: -1, cancel: func() {}}
 	opts.Resume = true
-	sum2, err := Run(context.Background(), counting, opts)
+	sum2, err := runOn(context.Background(), counting, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +352,7 @@ func TestLanguageKey(t *testing.T) {
 	}{{"", 0}, {"extra_info.response_languages", 1}} {
 		opts := jobOptions(in, filepath.Join(dir, "out"+tt.key+".jsonl"))
 		opts.Reader.LanguageKey = tt.key
-		sum, err := Run(context.Background(), embedded(t), opts)
+		sum, err := runOn(context.Background(), embedded(t), opts)
 		if err != nil {
 			t.Fatal(err)
 		}

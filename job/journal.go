@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -121,37 +120,31 @@ func (j *journal) startSyncing() {
 	}()
 }
 
+// createJournal writes a new journal at path, atomically: the header and
+// the rows of an earlier journal (keep) go to a temporary file that
+// replaces the old journal only once synced, so that a run interrupted
+// twice loses nothing. The journal then stays open for appending.
 func createJournal(path string, hdr journalHeader, keep map[int]*rowRecord) (*journal, error) {
-	f, err := atomicfile.CreateTemp(path)
+	af, err := atomicfile.Create(path, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	fail := func(err error) (*journal, error) {
-		f.Close()
-		os.Remove(f.Name())
-		return nil, err
+	enc := json.NewEncoder(af)
+	if err := enc.Encode(hdr); err != nil {
+		af.Abort()
+		return nil, fmt.Errorf("journal: %w", err)
 	}
-	j := &journal{path: path, f: f, w: bufio.NewWriterSize(f, 1<<16), syncRows: journalSyncRows, syncEvery: journalSyncEvery}
-	if err := j.write(hdr); err != nil {
-		return fail(err)
-	}
-	// Carry over the rows of an earlier journal so that a run interrupted
-	// twice loses nothing.
 	for _, rec := range keep {
-		if err := j.write(rec); err != nil {
-			return fail(err)
+		if err := enc.Encode(rec); err != nil {
+			af.Abort()
+			return nil, fmt.Errorf("journal: %w", err)
 		}
 	}
-	if err := j.sync(); err != nil {
-		return fail(err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fail(fmt.Errorf("create journal: %w", err))
-	}
-	if err := atomicfile.SyncDir(filepath.Dir(path)); err != nil {
-		f.Close()
+	f, err := af.CommitOpen()
+	if err != nil {
 		return nil, fmt.Errorf("create journal: %w", err)
 	}
+	j := &journal{path: path, f: f, w: bufio.NewWriterSize(f, 1<<16), syncRows: journalSyncRows, syncEvery: journalSyncEvery}
 	j.startSyncing()
 	return j, nil
 }

@@ -91,7 +91,7 @@ func BenchmarkMemoryFlat(b *testing.B) {
 			os.Remove(out)
 			var sum *Summary
 			var err error
-			mb := peakHeap(func() { sum, err = Run(context.Background(), echoClient{}, jobOptions(in, out)) })
+			mb := peakHeap(func() { sum, err = runOn(context.Background(), echoClient{}, jobOptions(in, out)) })
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/verl-score/verl-score/atomicfile"
+	"github.com/verl-score/verl-score/progress"
 	"github.com/verl-score/verl-score/rollout"
 	"github.com/verl-score/verl-score/sandboxclient"
 	"github.com/verl-score/verl-score/score"
@@ -31,20 +32,15 @@ type Options struct {
 	Summary  string // optional summary JSON
 
 	Reader     rollout.Options
-	Engine     score.Options
 	DataSource string // for rows that have none
 	MaskInfra  bool   // leave responses with infrastructure errors out of the means
 	MaxText    int    // bytes of stdout/stderr kept per case in CasesOut
 	Resume     bool
 
-	// Abort, when closed, cancels the requests in flight. Cancelling the
-	// context passed to Run only stops reading new rows.
-	Abort <-chan struct{}
 	// Warn receives warnings (skipped files and the like).
 	Warn func(string)
-	// OnEngine is called with the engine and the run's row counters once
-	// they exist (progress display).
-	OnEngine func(*score.Engine, *Counters)
+	// Rows, when set, are kept up to date for a progress display.
+	Rows *progress.Rows
 }
 
 // ErrInterrupted is returned (wrapped) when the job stopped early; the
@@ -74,9 +70,9 @@ func DefaultOutput(input string) string {
 // holds; a journal written under other values cannot be resumed. A new
 // option of score.Options or rollout.Options must be classified in
 // TestFingerprintCoversEveryOption.
-func runFingerprint(opts Options) string {
-	return fingerprint(opts.Engine.Mode, opts.Engine.Language, opts.Engine.Extract, opts.Engine.Timeout,
-		opts.Engine.MemoryLimitMB, opts.Reader.ResponseKey, opts.Reader.DataSourceKey, opts.Reader.GroundTruthKey,
+func runFingerprint(eo score.Options, opts Options) string {
+	return fingerprint(eo.Mode, eo.Language, eo.Extract, eo.Timeout,
+		eo.MemoryLimitMB, opts.Reader.ResponseKey, opts.Reader.DataSourceKey, opts.Reader.GroundTruthKey,
 		opts.Reader.LanguageKey, opts.DataSource, opts.CasesOut != "")
 }
 
@@ -97,15 +93,18 @@ func ResolveOutput(input, output string) string {
 	return output
 }
 
-// Run executes the job. It returns the summary even when it fails midway
-// (with what was done), and an error wrapping ErrInterrupted when ctx was
-// cancelled before the input was exhausted.
-func Run(ctx context.Context, client sandboxclient.Client, opts Options) (*Summary, error) {
+// Run executes the job on eng. It returns the summary even when it fails
+// midway (with what was done), and an error wrapping ErrInterrupted when
+// the job ended before the input was exhausted: eng.Stop was called (the
+// requests in flight finished and were kept) or ctx was cancelled (they
+// were cut off and will be redone on resume). Either way the finished
+// rows are written and the journal allows a resume.
+func Run(ctx context.Context, eng *score.Engine, opts Options) (*Summary, error) {
 	start := time.Now()
 	if opts.Output == "" {
 		opts.Output = DefaultOutput(opts.Input)
 	}
-	fp := runFingerprint(opts)
+	fp := runFingerprint(eng.Options(), opts)
 	jpath := JournalPath(opts.Output)
 	toStdout := opts.Output == "-"
 	if toStdout && (opts.Resume || opts.Stdout == nil) {
@@ -187,29 +186,25 @@ func Run(ctx context.Context, client sandboxclient.Client, opts Options) (*Summa
 		defer jr.close()
 	}
 
-	eng, err := score.New(client, opts.Engine)
-	if err != nil {
-		return nil, err
+	rows := opts.Rows
+	if rows == nil {
+		rows = progress.NewRows()
 	}
-	counters := &Counters{}
-	counters.RowsTotal.Store(rollout.CountRows(rd))
-	if opts.OnEngine != nil {
-		opts.OnEngine(eng, counters)
-	}
+	rows.Total.Store(rollout.CountRows(rd))
 
-	p := &pipeline{opts: opts, w: w, cw: cw, jr: jr, done: done, slotOf: map[int64]slot{}, sum: newSummary(opts.Input, opts.Output, opts.MaskInfra),
-		counters: counters}
+	p := &pipeline{opts: opts, mode: eng.Options().Mode, w: w, cw: cw, jr: jr, done: done, slotOf: map[int64]slot{},
+		sum: newSummary(opts.Input, opts.Output, opts.MaskInfra), rows: rows}
 	in := make(chan score.Solution, 64)
 	readErr := make(chan error, 1)
-	// The reader stops with ctx, or when the engine gives up (a write
-	// failed): nothing more would be kept.
-	feedCtx, stopFeed := context.WithCancel(ctx)
+	// The reader stops with ctx, when the engine is stopped, or when it
+	// gives up (a write failed): nothing more would be kept.
+	feedCtx, stopFeed := eng.UntilStopped(ctx)
 	defer stopFeed()
 	go func() {
 		defer close(in)
 		readErr <- p.feed(feedCtx, rd, in)
 	}()
-	runErr := eng.Run(ctx, opts.Abort, in, p.collect)
+	runErr := eng.Run(ctx, in, p.collect)
 	if runErr != nil {
 		stopFeed()
 	}
@@ -217,7 +212,7 @@ func Run(ctx context.Context, client sandboxclient.Client, opts Options) (*Summa
 	if runErr == nil {
 		runErr = p.err
 	}
-	interrupted := ctx.Err() != nil || p.aborted
+	interrupted := ctx.Err() != nil || eng.WasStopped() || p.aborted
 	p.sum.Interrupted = interrupted
 	p.sum.finish(time.Since(start))
 
@@ -250,10 +245,10 @@ func Run(ctx context.Context, client sandboxclient.Client, opts Options) (*Summa
 		}
 	}
 	if interrupted && toStdout {
-		return p.sum, fmt.Errorf("%w after %s (written to stdout; no journal)", ErrInterrupted, count(p.rowsDone, "row"))
+		return p.sum, fmt.Errorf("%w after %s (written to stdout; no journal)", ErrInterrupted, progress.Count(p.rowsDone, "row"))
 	}
 	if interrupted {
-		return p.sum, fmt.Errorf("%w after %s; the journal %s allows --resume", ErrInterrupted, count(p.rowsDone, "row"), jpath)
+		return p.sum, fmt.Errorf("%w after %s; the journal %s allows --resume", ErrInterrupted, progress.Count(p.rowsDone, "row"), jpath)
 	}
 	if toStdout {
 		return p.sum, nil
@@ -269,6 +264,7 @@ func Run(ctx context.Context, client sandboxclient.Client, opts Options) (*Summa
 // order the solutions were fed, so finished rows always form a prefix.
 type pipeline struct {
 	opts Options
+	mode score.Mode
 	w    rollout.Writer
 	cw   *casesWriter
 	jr   *journal
@@ -284,7 +280,7 @@ type pipeline struct {
 	badRows  int // rows that could not be scored (feed goroutine only)
 
 	warnedNoSource bool // feed goroutine only
-	counters       *Counters
+	rows           *progress.Rows
 }
 
 type batchState struct {
@@ -323,7 +319,7 @@ func (p *pipeline) feed(ctx context.Context, rd rollout.Reader, in chan<- score.
 			if row.InvalidUTF8Bytes > 0 {
 				p.invalidUTF8(row)
 			}
-			if !p.warnedNoSource && p.dataSource(row) == "" && p.opts.Engine.Mode == score.ModeAuto && p.opts.Warn != nil {
+			if !p.warnedNoSource && row.SourceOr(p.opts.DataSource) == "" && p.mode == score.ModeAuto && p.opts.Warn != nil {
 				p.warnedNoSource = true
 				p.opts.Warn(fmt.Sprintf("%s:%d: rows without a data source (rollout dumps carry none): --mode auto scores them over all cases, "+
 					"as verl does for a source it does not know; pass --data-source (e.g. codecontests) or --mode continuous to choose", row.File, row.Line))
@@ -334,24 +330,26 @@ func (p *pipeline) feed(ctx context.Context, rd rollout.Reader, in chan<- score.
 			}
 			if row.Err != nil || len(row.Responses) == 0 {
 				p.warnRow(row)
-				p.finishRow(bs, i, p.errorRecord(row), false)
+			}
+			sols := score.RowSolutions(row, p.opts.DataSource, id)
+			id += int64(len(sols))
+			rec := &rowRecord{Index: row.Index, DataSource: row.SourceOr(p.opts.DataSource), IsList: row.ResponseIsList, Prompt: row.Prompt,
+				Responses: make([]responseRecord, len(sols))}
+			if len(sols) == 0 {
+				p.finishRow(bs, i, rec, false) // an empty list: nothing to score
 				continue
 			}
-			bs.left[i] = len(row.Responses)
-			p.mu.Lock()
-			bs.recs[i] = &rowRecord{Index: row.Index, DataSource: p.dataSource(row), IsList: row.ResponseIsList, Prompt: row.Prompt,
-				Responses: make([]responseRecord, len(row.Responses))}
 			if p.opts.CasesOut != "" {
-				bs.recs[i].Cases = make([][]sandboxclient.CaseResult, len(row.Responses))
+				rec.Cases = make([][]sandboxclient.CaseResult, len(sols))
+			}
+			p.mu.Lock()
+			bs.left[i] = len(sols)
+			bs.recs[i] = rec
+			for j, sol := range sols {
+				p.slotOf[sol.ID] = slot{bs: bs, row: i, idx: j}
 			}
 			p.mu.Unlock()
-			truth := score.ParseTruth(row.GroundTruth) // once for all the row's responses
-			for j, resp := range row.Responses {
-				sol := score.Solution{ID: id, Completion: resp, GroundTruth: row.GroundTruth, Truth: truth, DataSource: p.dataSource(row), Language: row.Language(j)}
-				p.mu.Lock()
-				p.slotOf[id] = slot{bs: bs, row: i, idx: j}
-				p.mu.Unlock()
-				id++
+			for _, sol := range sols {
 				select {
 				case in <- sol:
 				case <-ctx.Done():
@@ -372,13 +370,6 @@ func (p *pipeline) feed(ctx context.Context, rd rollout.Reader, in chan<- score.
 			return err
 		}
 	}
-}
-
-func (p *pipeline) dataSource(row *rollout.Row) string {
-	if row.DataSource != "" {
-		return row.DataSource
-	}
-	return p.opts.DataSource
 }
 
 // invalidUTF8 counts a row whose invalid UTF-8 was replaced, and says so
@@ -411,24 +402,6 @@ func (p *pipeline) warnRow(row *rollout.Row) {
 	case p.badRows == maxRowWarnings+1:
 		p.opts.Warn("more bad rows follow; their errors are in reward_error")
 	}
-}
-
-// errorRecord is the output of a row that could not be scored at all.
-func (p *pipeline) errorRecord(row *rollout.Row) *rowRecord {
-	msg := "no responses"
-	if row.Err != nil {
-		msg = row.Err.Error()
-	}
-	n := len(row.Responses)
-	if n == 0 && !row.ResponseIsList {
-		n = 1
-	}
-	rec := &rowRecord{Index: row.Index, DataSource: p.dataSource(row), IsList: row.ResponseIsList, Prompt: row.Prompt}
-	for range n {
-		m := msg
-		rec.Responses = append(rec.Responses, responseRecord{Reward: 0, Verdicts: []int8{}, Statuses: []string{}, Err: &m})
-	}
-	return rec
 }
 
 // collect receives each result, in feeding order, from the engine.
@@ -495,9 +468,9 @@ func (p *pipeline) rowFinishedLocked(bs *batchState, i int, rec *rowRecord, from
 	bs.left[i] = 0
 	p.sum.add(rec, p.opts.MaskInfra)
 	p.rowsDone++
-	p.counters.RowsDone.Add(1)
+	p.rows.Done.Add(1)
 	if fromJournal {
-		p.counters.RowsResumed.Add(1)
+		p.rows.Resumed.Add(1)
 		p.sum.Resumed++
 		for _, r := range rec.Responses {
 			p.sum.resumedCases += len(r.Verdicts)

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/verl-score/verl-score/progress"
+	"github.com/verl-score/verl-score/score"
 )
 
 // Summary is what a run reports, per data source and overall.
@@ -283,25 +286,21 @@ func (s *Summary) WriteTable(w io.Writer) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "mean/prompt is verl's test_score/<data_source> (mean over prompts of their mean score)"+passNote(s.Overall, maxK))
-	fmt.Fprintf(w, "%s in %.1fs (%.1f cases/s)", count(s.Overall.Cases-s.resumedCases, "case"), s.WallSeconds, s.CasesPerSec)
+	fmt.Fprintf(w, "%s in %.1fs (%.1f cases/s)", progress.Count(s.Overall.Cases-s.resumedCases, "case"), s.WallSeconds, s.CasesPerSec)
 	if s.Overall.Masked > 0 {
-		fmt.Fprintf(w, "; %s with infrastructure errors left out of the means", count(s.Overall.Masked, "response"))
+		fmt.Fprintf(w, "; %s with infrastructure errors left out of the means", progress.Count(s.Overall.Masked, "response"))
 	}
 	if n := s.Overall.ResponseErrors; n > 0 {
-		fmt.Fprintf(w, "; %s could not be run (see reward_error)", count(n, "response"))
+		fmt.Fprintf(w, "; %s could not be run (see reward_error)", progress.Count(n, "response"))
 	}
 	if s.Resumed > 0 {
-		fmt.Fprintf(w, "; %s taken from the journal", count(s.Resumed, "row"))
+		fmt.Fprintf(w, "; %s taken from the journal", progress.Count(s.Resumed, "row"))
 	}
 	if s.InvalidUTF8Rows > 0 {
-		fmt.Fprintf(w, "; %s held invalid UTF-8 (%s replaced by U+FFFD)", count(s.InvalidUTF8Rows, "row"), count(s.InvalidUTF8Bytes, "byte"))
+		fmt.Fprintf(w, "; %s held invalid UTF-8 (%s replaced by U+FFFD)", progress.Count(s.InvalidUTF8Rows, "row"), progress.Count(s.InvalidUTF8Bytes, "byte"))
 	}
 	fmt.Fprintln(w)
 }
-
-// ErrSandboxUnusable: every response that reached the sandbox failed at
-// the infrastructure level, so the rewards say nothing about the code.
-var ErrSandboxUnusable = errors.New("sandbox unusable")
 
 // ErrTooManyInfraErrors: more responses than allowed had infrastructure
 // errors.
@@ -320,7 +319,7 @@ func (s *Summary) InfraFraction() (frac float64, sent int) {
 }
 
 // CheckInfra says whether the run's rewards can be trusted: an error
-// wrapping ErrSandboxUnusable when every response sent failed at the
+// wrapping score.ErrSandboxUnusable when every response sent failed at the
 // infrastructure level, ErrTooManyInfraErrors when more than maxFrac did.
 func (s *Summary) CheckInfra(maxFrac float64) error {
 	frac, sent := s.InfraFraction()
@@ -332,7 +331,7 @@ func (s *Summary) CheckInfra(maxFrac float64) error {
 		first = "; first error: " + s.FirstInfraError
 	}
 	if s.Overall.InfraResponses == sent {
-		return fmt.Errorf("%w: all %s sent failed at the infrastructure level, so every reward is 0%s", ErrSandboxUnusable, count(sent, "response"), first)
+		return fmt.Errorf("%w: all %s sent failed at the infrastructure level, so every reward is 0%s", score.ErrSandboxUnusable, progress.Count(sent, "response"), first)
 	}
 	if frac > maxFrac {
 		return fmt.Errorf("%w: %d of %d responses (%.1f%%) failed at the infrastructure level, more than --max-infra-errors %g allows%s",

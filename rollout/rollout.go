@@ -210,6 +210,14 @@ func (r *Row) Language(j int) string {
 	return ""
 }
 
+// SourceOr is the row's data source, or def when it has none.
+func (r *Row) SourceOr(def string) string {
+	if r.DataSource != "" {
+		return r.DataSource
+	}
+	return def
+}
+
 // RowError is a problem with one input row.
 type RowError struct {
 	File   string

@@ -45,7 +45,7 @@ func feedAndRun(b *testing.B, e *Engine, sols []Solution) {
 		}
 	}()
 	n := 0
-	if err := e.Run(context.Background(), nil, in, func(r *Result) error { n++; return nil }); err != nil {
+	if err := e.Run(context.Background(), in, func(r *Result) error { n++; return nil }); err != nil {
 		b.Fatal(err)
 	}
 	if n != len(sols) {

@@ -165,6 +165,11 @@ func (r *Result) Infra() bool {
 	return false
 }
 
+// ErrSandboxUnusable is wrapped by run and check when every response sent
+// to the sandbox failed at the infrastructure level: the rewards then say
+// nothing about the code.
+var ErrSandboxUnusable = errors.New("sandbox unusable")
+
 // Errors that end a solution before any case is run.
 var (
 	// ErrMissingCode's text is verl's own, capital and all: reward_error
@@ -187,6 +192,8 @@ type Engine struct {
 	opts     Options
 	lim      *limiter
 	progress *Progress
+	stop     chan struct{}
+	stopOnce sync.Once
 }
 
 // New returns an Engine over client. opts.MaxConcurrent must be positive.
@@ -214,11 +221,48 @@ func New(client sandboxclient.Client, opts Options) (*Engine, error) {
 		opts:     opts,
 		lim:      newLimiter(opts.MaxConcurrent),
 		progress: &Progress{},
+		stop:     make(chan struct{}),
 	}, nil
 }
 
 // Progress returns the engine's live counters.
 func (e *Engine) Progress() *Progress { return e.progress }
+
+// Options returns the options the engine runs with, defaults filled in.
+func (e *Engine) Options() Options { return e.opts }
+
+// Stop makes the engine send nothing more, for good: the requests in
+// flight run to their end and keep their verdicts, cases not yet sent are
+// not sent, and their solutions come back with Aborted set. Run calls
+// after Stop send nothing. It is the gentle interruption; cancelling
+// Run's context is the hard one. Stop may be called more than once and
+// from any goroutine.
+func (e *Engine) Stop() { e.stopOnce.Do(func() { close(e.stop) }) }
+
+// UntilStopped returns a context that ends with ctx or at Stop, whichever
+// comes first: the context to read input under while feeding the engine.
+// Call cancel once done with it.
+func (e *Engine) UntilStopped(ctx context.Context) (_ context.Context, cancel context.CancelFunc) {
+	c, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-e.stop:
+			cancel()
+		case <-c.Done():
+		}
+	}()
+	return c, cancel
+}
+
+// WasStopped reports whether Stop was called.
+func (e *Engine) WasStopped() bool {
+	select {
+	case <-e.stop:
+		return true
+	default:
+		return false
+	}
+}
 
 // solState is one solution on its way through the engine.
 type solState struct {
@@ -238,22 +282,14 @@ type solState struct {
 // Run scores every solution received from in and calls emit with the
 // results in the order the solutions arrived, one at a time from a single
 // goroutine. It returns when in is closed and every result is emitted, or
-// when emit fails. Cancelling ctx stops sending: cases not yet sent are
-// not sent and their solutions come back with Aborted set, while the
-// requests in flight run to their end unless abort is closed too (then
-// they are cancelled). Pass a nil abort to never cancel requests.
-func (e *Engine) Run(ctx context.Context, abort <-chan struct{}, in <-chan Solution, emit func(*Result) error) error {
-	reqCtx, cancelReqs := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelReqs()
-	if abort != nil {
-		go func() {
-			select {
-			case <-abort:
-				cancelReqs()
-			case <-reqCtx.Done():
-			}
-		}()
-	}
+// when emit fails. Cancelling ctx cancels the requests in flight and sends
+// nothing more; every solution still comes back, unfinished ones with
+// Aborted set. Stop ends a run gently instead, letting the requests in
+// flight finish.
+func (e *Engine) Run(ctx context.Context, in <-chan Solution, emit func(*Result) error) error {
+	// sendCtx ends the sending of new cases: on Stop or with ctx.
+	sendCtx, stopSending := e.UntilStopped(ctx)
+	defer stopSending()
 	queue := make(chan *solState, e.opts.Window)
 	emitErr := make(chan error, 1)
 	stopDispatch := make(chan struct{})
@@ -274,7 +310,7 @@ func (e *Engine) Run(ctx context.Context, abort <-chan struct{}, in <-chan Solut
 			dispatchers.Add(1)
 			go func() {
 				defer dispatchers.Done()
-				e.dispatch(ctx, reqCtx, st)
+				e.dispatch(sendCtx, ctx, st)
 			}()
 		}
 	}()
@@ -399,10 +435,11 @@ var compiledLanguages = map[string]bool{
 }
 
 // dispatch sends st's cases in case order, each after taking a slot of the
-// global limit. Once a case is known to be a compile error, later cases
-// not yet sent are not sent: docs/semantics.md §6 overwrites their verdicts anyway. For
-// a compiled language the first case goes alone, so a compile error costs
-// one request.
+// global limit, until ctx ends; the requests run under reqCtx. Once a case
+// is known to be a compile error, later cases not yet sent are not sent:
+// docs/semantics.md §6 overwrites their verdicts anyway. For a compiled
+// language the first case goes alone, so a compile error costs one
+// request.
 func (e *Engine) dispatch(ctx, reqCtx context.Context, st *solState) {
 	defer e.waitAndFinish(st)
 	if st.set == nil || st.set.Mismatch || len(st.set.Cases) == 0 {

@@ -119,7 +119,7 @@ func runAll(t testing.TB, e *Engine, sols []Solution) []*Result {
 		}
 	}()
 	var out []*Result
-	err := e.Run(context.Background(), nil, in, func(r *Result) error {
+	err := e.Run(context.Background(), in, func(r *Result) error {
 		c := *r
 		out = append(out, &c)
 		return nil
@@ -395,8 +395,9 @@ func TestVerlSamples(t *testing.T) {
 	}
 }
 
-// TestCancelAbortsInFlight: stopping and aborting marks unfinished
-// solutions Aborted so their results are not kept.
+// TestCancelAbortsInFlight: cancelling the context cancels the requests in
+// flight and marks unfinished solutions Aborted so their results are not
+// kept.
 func TestCancelAbortsInFlight(t *testing.T) {
 	s := newStandIn(t, 0)
 	block := make(chan struct{})
@@ -415,12 +416,19 @@ func TestCancelAbortsInFlight(t *testing.T) {
 		in <- Solution{ID: int64(i), Completion: "```python\nprint(input())\n```", GroundTruth: groundTruth(3)}
 	}
 	close(in)
-	abort := make(chan struct{})
-	go func() { <-started; cancel(); close(abort) }()
+	go func() { <-started; cancel() }()
 	var got []*Result
-	err := e.Run(ctx, abort, in, func(r *Result) error { c := *r; got = append(got, &c); return nil })
-	if err != nil {
-		t.Fatal(err)
+	ran := make(chan error, 1)
+	go func() { ran <- e.Run(ctx, in, func(r *Result) error { c := *r; got = append(got, &c); return nil }) }()
+	// The stand-in answers only when block is closed, at the end of the
+	// test: Run returns only if the cancel cut the requests off.
+	select {
+	case err := <-ran:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return after its context was cancelled: the requests in flight were not aborted")
 	}
 	if len(got) != 3 {
 		t.Fatalf("got %d results, want 3 (every solution is emitted)", len(got))
@@ -432,8 +440,8 @@ func TestCancelAbortsInFlight(t *testing.T) {
 	}
 }
 
-// TestStopLetsInFlightFinish: cancelling the context sends nothing more,
-// but the requests in flight complete with real verdicts.
+// TestStopLetsInFlightFinish: after Stop nothing more is sent, but the
+// requests in flight complete with real verdicts.
 func TestStopLetsInFlightFinish(t *testing.T) {
 	s := newStandIn(t, 0)
 	release := make(chan struct{})
@@ -445,7 +453,6 @@ func TestStopLetsInFlightFinish(t *testing.T) {
 		return echoRun(req)
 	}
 	e, _ := New(s.client(t, 2), Options{MaxConcurrent: 2, Timeout: 10, MemoryLimitMB: 1024, Language: "python"})
-	ctx, cancel := context.WithCancel(context.Background())
 	in := make(chan Solution, 4)
 	for i := range 4 {
 		in <- Solution{ID: int64(i), Completion: "```python\nprint(input())\n```", GroundTruth: groundTruth(1)}
@@ -453,12 +460,12 @@ func TestStopLetsInFlightFinish(t *testing.T) {
 	close(in)
 	go func() {
 		<-started
-		cancel()
+		e.Stop()
 		time.Sleep(20 * time.Millisecond)
 		close(release)
 	}()
 	var got []*Result
-	if err := e.Run(ctx, nil, in, func(r *Result) error { c := *r; got = append(got, &c); return nil }); err != nil {
+	if err := e.Run(context.Background(), in, func(r *Result) error { c := *r; got = append(got, &c); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	finished := 0

@@ -1,4 +1,6 @@
-package job
+// Package progress shows a scoring run's progress: a bar on a terminal,
+// plain lines elsewhere, from the engine's counters and the run's rows.
+package progress
 
 import (
 	"fmt"
@@ -15,28 +17,35 @@ import (
 	"github.com/verl-score/verl-score/score"
 )
 
-// ProgressMode chooses how progress is shown.
-type ProgressMode int
+// Mode chooses how progress is shown.
+type Mode int
 
 // Progress modes.
 const (
-	ProgressAuto  ProgressMode = iota // a bar on a terminal, log lines otherwise
-	ProgressBar                       // always a bar
-	ProgressLines                     // always plain lines
-	ProgressOff                       // nothing (--quiet)
+	Auto  Mode = iota // a bar on a terminal, log lines otherwise
+	Bar               // always a bar
+	Lines             // always plain lines
+	Off               // nothing (--quiet)
 )
 
-// IsTerminal reports whether w is a terminal.
-func IsTerminal(w io.Writer) bool {
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// Counters are a run's row counts, for the progress display.
-type Counters struct {
-	RowsTotal   atomic.Int64 // rows the input holds; -1 when unknown (stdin)
-	RowsDone    atomic.Int64 // rows finished, those from the journal included
-	RowsResumed atomic.Int64 // rows taken from the journal
+// Rows are a run's row counts, kept by the run and read by the display.
+type Rows struct {
+	Total   atomic.Int64 // rows the input holds; -1 while unknown (stdin, not yet counted)
+	Done    atomic.Int64 // rows finished, those from the journal included
+	Resumed atomic.Int64 // rows taken from the journal
+}
+
+// NewRows returns counters whose total is not known yet.
+func NewRows() *Rows {
+	r := &Rows{}
+	r.Total.Store(-1)
+	return r
 }
 
 // noRows marks a display without row counters (check).
@@ -85,10 +94,10 @@ func (s progressState) line() string {
 			fmt.Fprintf(&b, " (%.0f%%)", 100*frac)
 		}
 	default:
-		fmt.Fprintf(&b, "%s done (total unknown: stdin)", count(int(s.rowsDone), "row"))
+		fmt.Fprintf(&b, "%s done (total unknown: stdin)", Count(int(s.rowsDone), "row"))
 	}
-	fmt.Fprintf(&b, ", %s, %.1f cases/s, %s, %d in flight", count(int(s.casesDone), "case"), rate,
-		count(int(s.infra), "infrastructure error"), s.inFlight)
+	fmt.Fprintf(&b, ", %s, %.1f cases/s, %s, %d in flight", Count(int(s.casesDone), "case"), rate,
+		Count(int(s.infra), "infrastructure error"), s.inFlight)
 	return b.String()
 }
 
@@ -109,18 +118,19 @@ type Reporter struct {
 	done sync.WaitGroup
 }
 
-// StartProgress renders a run's progress (c may be nil: cases only): on a terminal a bar over the
-// input's rows (a spinner with counts when the total is unknown) with
-// rate, time left and errors; elsewhere a plain line every interval.
-func StartProgress(w io.Writer, mode ProgressMode, eng *score.Engine, c *Counters, interval time.Duration) *Reporter {
+// Start renders a run's progress (rows may be nil: cases only): on a
+// terminal a bar over the input's rows (a spinner with counts while the
+// total is unknown) with rate, time left and errors; elsewhere a plain
+// line every interval.
+func Start(w io.Writer, mode Mode, eng *score.Engine, rows *Rows, interval time.Duration) *Reporter {
 	r := &Reporter{stop: make(chan struct{})}
-	if mode == ProgressOff {
+	if mode == Off {
 		return r
 	}
-	if mode == ProgressAuto {
-		mode = ProgressLines
-		if IsTerminal(w) {
-			mode = ProgressBar
+	if mode == Auto {
+		mode = Lines
+		if isTerminal(w) {
+			mode = Bar
 		}
 	}
 	p := eng.Progress()
@@ -128,17 +138,17 @@ func StartProgress(w io.Writer, mode ProgressMode, eng *score.Engine, c *Counter
 	read := func() progressState {
 		s := progressState{rowsTotal: noRows, casesDone: p.CasesDone.Load(), infra: p.InfraErrs.Load(), inFlight: p.InFlight.Load(),
 			elapsed: time.Since(start)}
-		if c != nil {
-			s.rowsTotal, s.rowsDone, s.rowsResumed = c.RowsTotal.Load(), c.RowsDone.Load(), c.RowsResumed.Load()
+		if rows != nil {
+			s.rowsTotal, s.rowsDone, s.rowsResumed = rows.Total.Load(), rows.Done.Load(), rows.Resumed.Load()
 		}
 		return s
 	}
 	barMax := int64(-1)
-	if c != nil {
-		barMax = c.RowsTotal.Load()
+	if rows != nil {
+		barMax = rows.Total.Load()
 	}
 	r.done.Add(1)
-	if mode == ProgressBar {
+	if mode == Bar {
 		bar := progressbar.NewOptions64(barMax,
 			progressbar.OptionSetWriter(w),
 			progressbar.OptionSetDescription("scoring"),
@@ -153,11 +163,15 @@ func StartProgress(w io.Writer, mode ProgressMode, eng *score.Engine, c *Counter
 			defer t.Stop()
 			for {
 				s := read()
-				desc := fmt.Sprintf("scoring: %s, %s", count(int(s.casesDone), "case"), count(int(s.infra), "infra error"))
+				desc := fmt.Sprintf("scoring: %s, %s", Count(int(s.casesDone), "case"), Count(int(s.infra), "infra error"))
 				if _, left, ok := s.estimate(); ok {
 					desc += fmt.Sprintf(", about %s left", roundLeft(left))
 				}
 				bar.Describe(desc)
+				if s.rowsTotal != barMax && s.rowsTotal >= 0 {
+					barMax = s.rowsTotal // counted after the display started
+					bar.ChangeMax64(barMax)
+				}
 				_ = bar.Set64(s.rowsDone)
 				select {
 				case <-r.stop:
@@ -193,4 +207,12 @@ func (r *Reporter) Stop() {
 		close(r.stop)
 	}
 	r.done.Wait()
+}
+
+// Count writes n and noun, plural unless n is 1: "1 row", "3 rows".
+func Count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

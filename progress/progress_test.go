@@ -1,4 +1,4 @@
-package job
+package progress
 
 import (
 	"bytes"
@@ -41,17 +41,17 @@ func TestProgressEstimate(t *testing.T) {
 // share that never goes back and a time left within 2x of the truth.
 func TestProgressLinesFollowAKnownTotal(t *testing.T) {
 	const total, perRow = 60, 10 * time.Millisecond
-	c := &Counters{}
-	c.RowsTotal.Store(total)
+	c := &Rows{}
+	c.Total.Store(total)
 	var mu sync.Mutex
 	var buf bytes.Buffer
 	w := writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return buf.Write(p) })
 	eng := newTestEngine(t)
 	start := time.Now()
-	r := StartProgress(w, ProgressLines, eng, c, 50*time.Millisecond)
+	r := Start(w, Lines, eng, c, 50*time.Millisecond)
 	for range total {
 		time.Sleep(perRow)
-		c.RowsDone.Add(1)
+		c.Done.Add(1)
 	}
 	r.Stop()
 	elapsed := time.Since(start)

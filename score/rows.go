@@ -1,0 +1,44 @@
+package score
+
+import (
+	"errors"
+
+	"github.com/verl-score/verl-score/rollout"
+)
+
+// ErrNoResponses is the error of a row whose single response is missing.
+var ErrNoResponses = errors.New("no responses")
+
+// RowSolutions turns one input row into the engine's solutions, one per
+// response with IDs from firstID on; run and check both feed the engine
+// through it. defaultSource is the data source of a row that has none.
+// The language comes from the row's language column when it has one, and
+// otherwise from the engine's options (a flag, or the fence with
+// LanguageAuto). A row that cannot be scored (Row.Err, or a single
+// response that is missing) still gives its responses, one when the
+// response field is not a list, each with Err set: it scores 0 with that
+// error and no case is run, so every response has its output. The
+// responses of the row share one parsed ground truth.
+func RowSolutions(row *rollout.Row, defaultSource string, firstID int64) []Solution {
+	responses, bad := row.Responses, row.Err
+	if len(responses) == 0 && !row.ResponseIsList {
+		responses = []string{""}
+		if bad == nil {
+			bad = ErrNoResponses
+		}
+	}
+	if len(responses) == 0 {
+		return nil
+	}
+	var truth *Truth
+	if bad == nil {
+		truth = ParseTruth(row.GroundTruth)
+	}
+	src := row.SourceOr(defaultSource)
+	sols := make([]Solution, len(responses))
+	for j, resp := range responses {
+		sols[j] = Solution{ID: firstID + int64(j), Completion: resp, GroundTruth: row.GroundTruth, Truth: truth,
+			DataSource: src, Language: row.Language(j), Err: bad}
+	}
+	return sols
+}
