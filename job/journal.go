@@ -49,7 +49,6 @@ type responseRecord struct {
 	Saved    int      `json:"saved,omitempty"`
 	Retries  int      `json:"retries,omitempty"`
 	Infra    bool     `json:"infra,omitempty"`
-	Ref      *float64 `json:"ref,omitempty"`
 }
 
 func (r *rowRecord) rowResult() rollout.RowResult {
