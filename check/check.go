@@ -420,6 +420,7 @@ func rescore(ctx context.Context, eng *score.Engine, ps []*pending) ([]*score.Re
 		for i, p := range ps {
 			sol := p.sol
 			sol.ID = int64(i)
+			sol.Fresh = true // a rerun asks whether the verdicts repeat
 			select {
 			case in <- sol:
 			case <-ctx.Done():

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 
 	"github.com/verl-score/verl-score/rollout"
 	"github.com/verl-score/verl-score/score"
@@ -14,18 +15,35 @@ import (
 )
 
 // sandboxClient builds the client the engine sends requests to: the
-// SandboxFusion server at cfg.SandboxURL, or the embedded sandbox when no
-// URL is set. The close function releases it.
+// SandboxFusion server at cfg.SandboxURL (a Fleet when there are several),
+// or the embedded sandbox when no URL is set. The close function releases
+// it.
 func sandboxClient(cfg *config.Config, warn io.Writer) (sandboxclient.Client, string, func(), error) {
-	if cfg.SandboxURL != "" {
+	if len(cfg.SandboxURL) > 0 {
 		retry := sandboxclient.DefaultRetryPolicy()
 		retry.Overload = cfg.RetryOverload
 		retry.SandboxErrorAttempts = cfg.RetrySandboxErrors
-		c, err := sandboxclient.NewHTTPClient(sandboxclient.HTTPOptions{URL: cfg.SandboxURL, MaxConns: cfg.MaxConcurrent, Retry: retry})
+		header := http.Header{}
+		for _, h := range cfg.SandboxHeader {
+			name, value, err := sandboxclient.ParseHeader(h)
+			if err != nil {
+				return nil, "", nil, err
+			}
+			header.Add(name, value)
+		}
+		ho := sandboxclient.HTTPOptions{URL: cfg.SandboxURL[0], MaxConns: cfg.MaxConcurrent, Retry: retry, Header: header}
+		if len(cfg.SandboxURL) == 1 {
+			c, err := sandboxclient.NewHTTPClient(ho)
+			if err != nil {
+				return nil, "", nil, err
+			}
+			return c, "SandboxFusion at " + sandboxclient.RedactURL(c.URL()), c.CloseIdleConnections, nil
+		}
+		f, err := sandboxclient.NewFleet(sandboxclient.FleetOptions{URLs: cfg.SandboxURL, HTTP: ho})
 		if err != nil {
 			return nil, "", nil, err
 		}
-		return c, "SandboxFusion at " + c.URL(), c.CloseIdleConnections, nil
+		return f, fmt.Sprintf("%d SandboxFusion endpoints (%s)", len(cfg.SandboxURL), f.Describe()), f.Close, nil
 	}
 	iso, err := sandbox.ParseIsolation(cfg.LocalIsolation)
 	if err != nil {
@@ -48,6 +66,8 @@ type scoring struct {
 	desc   string // the sandbox client, for people
 	close  func()
 	warn   func(string)
+	// endpoints gives a fleet's per-endpoint figures; nil for one sandbox.
+	endpoints func() []sandboxclient.EndpointStats
 }
 
 // loadConfig resolves the configuration: a config file at fault is a
@@ -82,5 +102,9 @@ func setupScoring(loader *config.Loader, errOut io.Writer) (*scoring, error) {
 		closeClient()
 		return nil, err
 	}
-	return &scoring{cfg: cfg, reader: ro, eng: eng, desc: desc, close: closeClient, warn: warn}, nil
+	sc := &scoring{cfg: cfg, reader: ro, eng: eng, desc: desc, close: closeClient, warn: warn}
+	if f, ok := client.(*sandboxclient.Fleet); ok {
+		sc.endpoints = f.Stats
+	}
+	return sc, nil
 }

@@ -21,9 +21,9 @@ import (
 // scoringKeys are the configuration keys every scoring command takes.
 var scoringKeys = []string{
 	"sandbox_url", "max_concurrent", "timeout", "memory_limit_mb", "mode", "language", "extract",
-	"no_compile_skip", "response_key", "data_source_key", "ground_truth_key", "data_source", "language_key",
+	"no_compile_skip", "no_dedup", "response_key", "data_source_key", "ground_truth_key", "data_source", "language_key",
 	"infra_errors", "max_infra_errors", "cases_out_max_text", "retry_overload", "retry_sandbox_errors",
-	"local_concurrency", "isolation",
+	"local_concurrency", "isolation", "sandbox_header",
 }
 
 type runOptions struct {
@@ -103,6 +103,7 @@ func scoringSetup(cfg *config.Config) (score.Options, rollout.Options, error) {
 		Language:      cfg.Language,
 		Extract:       rule,
 		NoCompileSkip: cfg.NoCompileSkip,
+		NoDedup:       cfg.NoDedup,
 	}
 	ro := rollout.DefaultOptions()
 	ro.ResponseKey = cfg.ResponseKey
@@ -141,7 +142,7 @@ func runScore(ctx context.Context, opts *runOptions) error {
 	jo := job.Options{
 		Input: opts.input, Stdin: opts.streams.In, Output: output, Stdout: opts.streams.Out, CasesOut: opts.casesOut, Summary: opts.summary,
 		Reader: sc.reader, DataSource: cfg.DataSource, MaskInfra: cfg.InfraErrors == "mask",
-		MaxText: cfg.CasesOutMaxText, Resume: opts.resume, Warn: sc.warn, Rows: rows,
+		MaxText: cfg.CasesOutMaxText, Resume: opts.resume, Warn: sc.warn, Rows: rows, Endpoints: sc.endpoints,
 	}
 	reporter := progress.Start(errOut, progressMode(opts.quiet), sc.eng, rows, 5*time.Second)
 	unwatch := stopOnInterrupt(opts.streams, sc.eng)

@@ -592,3 +592,73 @@ func TestEverySettingIsWired(t *testing.T) {
 		t.Errorf("check leaves out %d of run's keys, want the 3 about run's outputs", n)
 	}
 }
+
+// A fleet of a dead endpoint and a live one behind a gateway that wants a
+// token: every verdict is the one a single healthy server gives, the dead
+// endpoint is ejected (the summary says so), and the token is printed
+// nowhere.
+func TestRunOnAFleetBehindAGateway(t *testing.T) {
+	dir := t.TempDir()
+	in := exampleRows(t, dir, 6)
+	srv := sandboxServer(t, 0, nil)
+	want := filepath.Join(dir, "want.jsonl")
+	if code, _, stderr := run(context.Background(), "run", in, "-o", want, "-q", "--sandbox-url", srv.URL+"/run_code"); code != ExitOK {
+		t.Fatalf("single server: exit %d: %s", code, stderr)
+	}
+	gateway := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer s3cret-token" {
+			http.Error(w, `{"detail":"unauthorized"}`, http.StatusUnauthorized)
+			return
+		}
+		r2, _ := http.NewRequest(r.Method, srv.URL+r.URL.Path, r.Body)
+		r2.Header = r.Header
+		resp, err := http.DefaultClient.Do(r2)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body)
+	}))
+	t.Cleanup(gateway.Close)
+	t.Setenv("SANDBOX_TOKEN", "s3cret-token")
+	out := filepath.Join(dir, "out.jsonl")
+	summary := filepath.Join(dir, "summary.json")
+	cases := filepath.Join(dir, "cases.jsonl")
+	dead := "http://user:s3cret-token@127.0.0.1:1/run_code"
+	code, stdout, stderr := run(context.Background(), "run", in, "-o", out, "--json", "--summary", summary, "--cases-out", cases,
+		"--sandbox-url", dead, "--sandbox-url", gateway.URL+"/run_code?key=s3cret-token", "--sandbox-header", "Authorization: Bearer $SANDBOX_TOKEN")
+	if code != ExitOK {
+		t.Fatalf("fleet: exit %d: %s", code, stderr)
+	}
+	got, _ := os.ReadFile(out)
+	wantRows, _ := os.ReadFile(want)
+	if !bytes.Equal(got, wantRows) {
+		t.Error("the fleet's output differs from a single healthy server's")
+	}
+	sumFile, _ := os.ReadFile(summary)
+	casesFile, _ := os.ReadFile(cases)
+	for name, text := range map[string]string{"stdout": stdout, "stderr": stderr, "summary": string(sumFile), "cases": string(casesFile)} {
+		if strings.Contains(text, "s3cret") {
+			t.Errorf("%s prints the token", name)
+		}
+	}
+	var sum struct {
+		Endpoints []struct {
+			URL       string `json:"url"`
+			Requests  int    `json:"requests"`
+			Ejections int    `json:"ejections"`
+		} `json:"endpoints"`
+	}
+	if err := json.Unmarshal(sumFile, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Endpoints) != 2 || sum.Endpoints[0].Ejections != 1 || sum.Endpoints[1].Requests == 0 {
+		t.Errorf("endpoints in the summary: %+v, want the dead one ejected once and the live one used", sum.Endpoints)
+	}
+	if !strings.Contains(stderr, "2 SandboxFusion endpoints") {
+		t.Errorf("the start line does not name the fleet: %s", stderr)
+	}
+}

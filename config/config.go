@@ -13,11 +13,17 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
+
+	"github.com/verl-score/verl-score/sandboxclient"
 )
 
 // Config is the effective configuration of a run.
 type Config struct {
-	SandboxURL string `mapstructure:"sandbox_url"`
+	// SandboxURL lists the SandboxFusion endpoints; empty means the
+	// embedded sandbox.
+	SandboxURL []string `mapstructure:"sandbox_url"`
+	// SandboxHeader lists "Name: value" headers sent with every request.
+	SandboxHeader []string `mapstructure:"sandbox_header"`
 
 	MaxConcurrent int     `mapstructure:"max_concurrent"`
 	Timeout       float64 `mapstructure:"timeout"`
@@ -26,6 +32,7 @@ type Config struct {
 	Language      string  `mapstructure:"language"`
 	Extract       string  `mapstructure:"extract"`
 	NoCompileSkip bool    `mapstructure:"no_compile_skip"`
+	NoDedup       bool    `mapstructure:"no_dedup"`
 
 	ResponseKey    string `mapstructure:"response_key"`
 	DataSourceKey  string `mapstructure:"data_source_key"`
@@ -44,36 +51,45 @@ type Config struct {
 }
 
 // Setting describes one configuration key: its flag, default and help.
+// A list setting (Default []string) takes a repeatable flag, a list in the
+// config file, or a comma-separated environment variable.
 type Setting struct {
 	Key     string
 	Flag    string
 	Default any
 	Usage   string
+	// Redact, when set, turns a value (each element of a list) into what
+	// may be printed: credentials stay out of `config` output.
+	Redact func(string) string
 }
 
 // Settings lists every key, in the order `verl-score config` prints them.
 func Settings() []Setting {
 	return []Setting{
-		{"sandbox_url", "sandbox-url", "", "SandboxFusion run_code URL (env SANDBOX_FUSION_URL); empty runs code in the embedded sandbox"},
-		{"max_concurrent", "max-concurrent", 64, "requests in flight across all responses and cases"},
-		{"timeout", "timeout", 10.0, "compile and run timeout of each case, in seconds"},
-		{"memory_limit_mb", "memory-limit-mb", 1024, "memory limit of each case, in MB"},
-		{"mode", "mode", "auto", "scoring mode: auto (verl's routing by data source), continuous or all"},
-		{"language", "language", "python", "language of every solution (verl sends python), or auto to take it from the code fence"},
-		{"extract", "extract", "verl", "code extraction rule: verl or prime"},
-		{"no_compile_skip", "no-compile-skip", false, "send every case even after a compile error (verdicts are the same)"},
-		{"response_key", "response-key", "responses", "column holding the responses (a list of strings or one string)"},
-		{"data_source_key", "data-source-key", "data_source", "column holding the data source"},
-		{"ground_truth_key", "ground-truth-key", "reward_model.ground_truth", "dotted path of the ground truth"},
-		{"data_source", "data-source", "", "data source for rows that have none (rollout dumps)"},
-		{"language_key", "language-key", "", "dotted path of a per-row language (a string, or a list aligned with the responses) that overrides --language, e.g. extra_info.response_languages"},
-		{"infra_errors", "infra-errors", "score", "responses with infrastructure failures: score (count them, as verl) or mask (leave them out of the means)"},
-		{"max_infra_errors", "max-infra-errors", 0.05, "fail (exit 1, after writing the output) when more than this fraction of the responses sent met an infrastructure error; all of them failing always does"},
-		{"cases_out_max_text", "cases-out-max-text", 4096, "bytes of stdout/stderr kept per case in --cases-out"},
-		{"retry_overload", "retry-overload", true, "retry 429, 503 and refused/reset connections with backoff"},
-		{"retry_sandbox_errors", "retry-sandbox-errors", 1, "attempts in all for a SandboxError answer (1 = no retry, as verl)"},
-		{"local_concurrency", "local-concurrency", runtime.NumCPU(), "programs run at once by the embedded sandbox"},
-		{"isolation", "isolation", "auto", "embedded sandbox isolation: auto (all the kernel allows), basic (no filesystem view, PID or IPC namespace per run) or none"},
+		{Key: "sandbox_url", Flag: "sandbox-url", Default: []string{}, Redact: sandboxclient.RedactURL,
+			Usage: "SandboxFusion run_code URL; repeat it (or separate with commas, as in env SANDBOX_FUSION_URL) for a fleet of endpoints, each optionally ending in #weight=N; empty runs code in the embedded sandbox"},
+		{Key: "sandbox_header", Flag: "sandbox-header", Default: []string{}, Redact: sandboxclient.RedactHeader,
+			Usage: "header 'Name: value' sent with every sandbox request, e.g. 'Authorization: Bearer $TOKEN' ($VAR is taken from the environment); repeatable; never printed"},
+		{Key: "max_concurrent", Flag: "max-concurrent", Default: 64, Usage: "requests in flight across all responses and cases"},
+		{Key: "timeout", Flag: "timeout", Default: 10.0, Usage: "compile and run timeout of each case, in seconds"},
+		{Key: "memory_limit_mb", Flag: "memory-limit-mb", Default: 1024, Usage: "memory limit of each case, in MB"},
+		{Key: "mode", Flag: "mode", Default: "auto", Usage: "scoring mode: auto (verl's routing by data source), continuous or all"},
+		{Key: "language", Flag: "language", Default: "python", Usage: "language of every solution (verl sends python), or auto to take it from the code fence"},
+		{Key: "extract", Flag: "extract", Default: "verl", Usage: "code extraction rule: verl or prime"},
+		{Key: "no_compile_skip", Flag: "no-compile-skip", Default: false, Usage: "send every case even after a compile error (verdicts are the same)"},
+		{Key: "no_dedup", Flag: "no-dedup", Default: false, Usage: "send every execution, even one identical (code, stdin, language, limits) to one this run already sent (verdicts are the same)"},
+		{Key: "response_key", Flag: "response-key", Default: "responses", Usage: "column holding the responses (a list of strings or one string)"},
+		{Key: "data_source_key", Flag: "data-source-key", Default: "data_source", Usage: "column holding the data source"},
+		{Key: "ground_truth_key", Flag: "ground-truth-key", Default: "reward_model.ground_truth", Usage: "dotted path of the ground truth"},
+		{Key: "data_source", Flag: "data-source", Default: "", Usage: "data source for rows that have none (rollout dumps)"},
+		{Key: "language_key", Flag: "language-key", Default: "", Usage: "dotted path of a per-row language (a string, or a list aligned with the responses) that overrides --language, e.g. extra_info.response_languages"},
+		{Key: "infra_errors", Flag: "infra-errors", Default: "score", Usage: "responses with infrastructure failures: score (count them, as verl) or mask (leave them out of the means)"},
+		{Key: "max_infra_errors", Flag: "max-infra-errors", Default: 0.05, Usage: "fail (exit 1, after writing the output) when more than this fraction of the responses sent met an infrastructure error; all of them failing always does"},
+		{Key: "cases_out_max_text", Flag: "cases-out-max-text", Default: 4096, Usage: "bytes of stdout/stderr kept per case in --cases-out"},
+		{Key: "retry_overload", Flag: "retry-overload", Default: true, Usage: "retry 429, 503 and refused/reset connections with backoff"},
+		{Key: "retry_sandbox_errors", Flag: "retry-sandbox-errors", Default: 1, Usage: "attempts in all for a SandboxError answer (1 = no retry, as verl)"},
+		{Key: "local_concurrency", Flag: "local-concurrency", Default: runtime.NumCPU(), Usage: "programs run at once by the embedded sandbox"},
+		{Key: "isolation", Flag: "isolation", Default: "auto", Usage: "embedded sandbox isolation: auto (all the kernel allows), basic (no filesystem view, PID or IPC namespace per run) or none"},
 	}
 }
 
@@ -115,6 +131,8 @@ func AddFlags(fs *pflag.FlagSet, keys ...string) *Loader {
 			fs.Float64(s.Flag, d, s.Usage)
 		case bool:
 			fs.Bool(s.Flag, d, s.Usage)
+		case []string:
+			fs.StringArray(s.Flag, d, s.Usage)
 		}
 	}
 	fs.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
@@ -338,7 +356,19 @@ type Entry struct {
 func (l *Loader) Effective() []Entry {
 	var out []Entry
 	for _, s := range Settings() {
-		out = append(out, Entry{Key: s.Key, Value: l.v.Get(s.Key), Source: l.Source(s.Key)})
+		var val any = l.v.Get(s.Key)
+		if _, list := s.Default.([]string); list {
+			vals := l.v.GetStringSlice(s.Key)
+			if s.Redact != nil {
+				for i := range vals {
+					vals[i] = s.Redact(vals[i])
+				}
+			}
+			val = vals
+		} else if s.Redact != nil {
+			val = s.Redact(l.v.GetString(s.Key))
+		}
+		out = append(out, Entry{Key: s.Key, Value: val, Source: l.Source(s.Key)})
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -42,7 +43,7 @@ func TestPrecedence(t *testing.T) {
 		{"timeout", "env VERL_SCORE_TIMEOUT", c.Timeout, 5.0},
 		{"max_concurrent", "file " + file, c.MaxConcurrent, 7},
 		{"memory_limit_mb", "file " + file, c.MemoryLimitMB, 512},
-		{"sandbox_url", "env SANDBOX_FUSION_URL", c.SandboxURL, "http://127.0.0.1:9/run_code"},
+		{"sandbox_url", "env SANDBOX_FUSION_URL", strings.Join(c.SandboxURL, ","), "http://127.0.0.1:9/run_code"},
 		{"language", "default", c.Language, "python"},
 	}
 	for _, ck := range checks {
@@ -62,7 +63,7 @@ func TestPrefixedURLWinsOverSandboxFusionURL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.SandboxURL != "http://b/run_code" {
+	if strings.Join(c.SandboxURL, ",") != "http://b/run_code" {
 		t.Errorf("got %q, want the VERL_SCORE_ one", c.SandboxURL)
 	}
 }
@@ -176,5 +177,42 @@ func TestEveryFieldHasASetting(t *testing.T) {
 		if !fields[k] {
 			t.Errorf("setting %q has no Config field", k)
 		}
+	}
+}
+
+// A list setting comes from a repeated flag, a comma-separated variable or
+// a list in the file; printed, its credentials are redacted.
+func TestListSettingsAndRedaction(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(file, []byte("sandbox_url:\n  - http://a:8080/run_code\n  - http://tok3n@b:8080/run_code#weight=2\nsandbox_header:\n  - 'Authorization: Bearer s3cret'\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	l := AddFlags(fs, "sandbox_url", "sandbox_header")
+	if err := fs.Parse([]string{"--config", file}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := l.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.SandboxURL) != 2 || c.SandboxURL[1] != "http://tok3n@b:8080/run_code#weight=2" || len(c.SandboxHeader) != 1 {
+		t.Errorf("from the file: %q %q", c.SandboxURL, c.SandboxHeader)
+	}
+	for _, e := range l.Effective() {
+		if s := fmt.Sprint(e.Value); strings.Contains(s, "s3cret") || strings.Contains(s, "tok3n") {
+			t.Errorf("config output prints a credential: %s = %s", e.Key, s)
+		}
+	}
+
+	t.Setenv("SANDBOX_FUSION_URL", "http://x/run_code,http://y/run_code")
+	c, _, err = load(t, nil)
+	if err != nil || strings.Join(c.SandboxURL, " ") != "http://x/run_code http://y/run_code" {
+		t.Errorf("comma-separated SANDBOX_FUSION_URL: %q, %v", c.SandboxURL, err)
+	}
+	c, _, err = load(t, []string{"--sandbox-url", "http://p/run_code", "--sandbox-url", "http://q/run_code"})
+	if err != nil || strings.Join(c.SandboxURL, " ") != "http://p/run_code http://q/run_code" {
+		t.Errorf("repeated --sandbox-url: %q, %v", c.SandboxURL, err)
 	}
 }

@@ -15,7 +15,7 @@ import (
 func TestFingerprintCoversEveryOption(t *testing.T) {
 	classes := map[string]map[string]bool{ // struct -> field -> fingerprinted
 		"Options": {"MaxConcurrent": false, "Timeout": true, "MemoryLimitMB": true, "Mode": true, "Language": true,
-			"Extract": true, "NoCompileSkip": false, "Window": false},
+			"Extract": true, "NoCompileSkip": false, "NoDedup": false, "Window": false},
 		"rollout.Options": {"ResponseKey": true, "DataSourceKey": true, "RequireDataSource": false, "GroundTruthKey": true,
 			"ScoreKey": false, "LanguageKey": true, "BatchRows": false, "Warn": false},
 	}

@@ -243,13 +243,13 @@ func TestGoldenParquet(t *testing.T) {
 	_ = arrow.PrimitiveTypes.Int8
 }
 
-// stopAfter wraps a client and cancels the job's context once n requests
-// have been answered: an interruption at a known point.
+// stopAfter wraps a client and stops the job once n requests have been
+// answered: an interruption at a known point.
 type stopAfter struct {
 	sandboxclient.Client
 	n      int64
 	seen   atomic.Int64
-	cancel context.CancelFunc
+	cancel func()
 }
 
 func (s *stopAfter) Run(ctx context.Context, req *sandboxclient.Request) (*sandboxclient.Response, error) {
@@ -269,11 +269,16 @@ func TestResumeEqualsUninterrupted(t *testing.T) {
 	want, _ := os.ReadFile(full)
 
 	out := filepath.Join(dir, "part.jsonl")
-	ctx, cancel := context.WithCancel(context.Background())
-	client := &stopAfter{Client: embedded(t), n: 30, cancel: cancel}
+	// Stopped gently, as by the first Ctrl-C: the cases in flight finish.
+	client := &stopAfter{Client: embedded(t), n: 30}
+	eng, err := score.New(client, engineOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	client.cancel = eng.Stop
 	opts := jobOptions(exampleJSONL, out)
 	opts.Reader.BatchRows = 4
-	sum, err := runOn(ctx, client, opts)
+	sum, err := Run(context.Background(), eng, opts)
 	if err == nil || !strings.Contains(err.Error(), "interrupted") {
 		t.Fatalf("got %v, want an interruption", err)
 	}

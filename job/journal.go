@@ -47,6 +47,7 @@ type responseRecord struct {
 	Err      *string  `json:"error,omitempty"`
 	Requests int      `json:"requests,omitempty"`
 	Saved    int      `json:"saved,omitempty"`
+	Deduped  int      `json:"deduped,omitempty"`
 	Retries  int      `json:"retries,omitempty"`
 	Infra    bool     `json:"infra,omitempty"`
 }

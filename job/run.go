@@ -41,6 +41,9 @@ type Options struct {
 	Warn func(string)
 	// Rows, when set, are kept up to date for a progress display.
 	Rows *progress.Rows
+	// Endpoints, when set, gives the sandbox endpoints' figures for the
+	// summary (a fleet).
+	Endpoints func() []sandboxclient.EndpointStats
 }
 
 // ErrInterrupted is returned (wrapped) when the job stopped early; the
@@ -215,6 +218,9 @@ func Run(ctx context.Context, eng *score.Engine, opts Options) (*Summary, error)
 	interrupted := ctx.Err() != nil || eng.WasStopped() || p.aborted
 	p.sum.Interrupted = interrupted
 	p.sum.finish(time.Since(start))
+	if opts.Endpoints != nil {
+		p.sum.Endpoints = opts.Endpoints()
+	}
 
 	if runErr != nil {
 		return p.sum, runErr
@@ -424,7 +430,7 @@ func (p *pipeline) collect(r *score.Result) error {
 		return nil
 	}
 	rr := responseRecord{Reward: r.Score, Verdicts: r.Verdicts(), Statuses: r.Statuses(),
-		Requests: r.Requests, Saved: r.Saved, Retries: r.Retries, Infra: r.Infra()}
+		Requests: r.Requests, Saved: r.Saved, Deduped: r.Deduped, Retries: r.Retries, Infra: r.Infra()}
 	if r.Err != "" {
 		e := r.Err
 		rr.Err = &e

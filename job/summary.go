@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/verl-score/verl-score/progress"
+	"github.com/verl-score/verl-score/sandboxclient"
 	"github.com/verl-score/verl-score/score"
 )
 
@@ -30,6 +31,8 @@ type Summary struct {
 	// FirstInfraError is the first infrastructure error seen, for the
 	// message that says the sandbox is unusable.
 	FirstInfraError string `json:"first_infra_error,omitempty"`
+	// Endpoints are the figures of each sandbox endpoint of a fleet.
+	Endpoints []sandboxclient.EndpointStats `json:"endpoints,omitempty"`
 	// resumedCases are the cases of the rows taken from the journal: they
 	// were not run by this process and do not count in CasesPerSec.
 	resumedCases int
@@ -62,6 +65,7 @@ type Group struct {
 	Cases          int            `json:"cases"`
 	Requests       int            `json:"requests"`
 	SavedByCompile int            `json:"requests_saved_by_compile_skip"`
+	SavedByDedup   int            `json:"requests_saved_by_dedup"`
 	Retries        int            `json:"retries"`
 	InfraResponses int            `json:"responses_with_infra_error"`
 	InfraErrorRate float64        `json:"infra_error_rate"`
@@ -141,6 +145,7 @@ func (g *Group) addRow(rec *rowRecord, mask bool) {
 		n++
 		g.Requests += r.Requests
 		g.SavedByCompile += r.Saved
+		g.SavedByDedup += r.Deduped
 		g.Retries += r.Retries
 		g.Cases += len(r.Verdicts)
 		if r.Err != nil {
@@ -260,7 +265,7 @@ func (s *Summary) WriteTable(w io.Writer) {
 		head = append(head, fmt.Sprintf("pass@%d", k))
 	}
 	head = append(head, verdictOrder...)
-	head = append(head, "requests", "saved", "retries", "infra%")
+	head = append(head, "requests", "skipped", "shared", "retries", "infra%")
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	row := func(name string, g *Group) {
 		cols := []string{name, fmt.Sprint(g.Prompts), fmt.Sprint(g.Responses), fmt.Sprintf("%.4f", g.MeanScore), fmt.Sprintf("%.4f", g.MeanOverResponses)}
@@ -274,7 +279,7 @@ func (s *Summary) WriteTable(w io.Writer) {
 		for _, v := range verdictOrder {
 			cols = append(cols, fmt.Sprint(g.Verdicts[v]))
 		}
-		cols = append(cols, fmt.Sprint(g.Requests), fmt.Sprint(g.SavedByCompile), fmt.Sprint(g.Retries),
+		cols = append(cols, fmt.Sprint(g.Requests), fmt.Sprint(g.SavedByCompile), fmt.Sprint(g.SavedByDedup), fmt.Sprint(g.Retries),
 			fmt.Sprintf("%.2f", 100*g.InfraErrorRate))
 		fmt.Fprintln(tw, strings.Join(cols, "\t")+"\t")
 	}
@@ -300,6 +305,18 @@ func (s *Summary) WriteTable(w io.Writer) {
 		fmt.Fprintf(w, "; %s held invalid UTF-8 (%s replaced by U+FFFD)", progress.Count(s.InvalidUTF8Rows, "row"), progress.Count(s.InvalidUTF8Bytes, "byte"))
 	}
 	fmt.Fprintln(w)
+	if len(s.Endpoints) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "endpoint\tweight\trequests\terrors\tejections\tmean latency ms\t")
+		for _, e := range s.Endpoints {
+			name := e.URL
+			if e.Ejected {
+				name += " (out of rotation at the end)"
+			}
+			fmt.Fprintf(tw, "%s\t%g\t%d\t%d\t%d\t%.1f\t\n", name, e.Weight, e.Requests, e.Errors, e.Ejections, e.MeanLatencyMS)
+		}
+		tw.Flush()
+	}
 }
 
 // ErrTooManyInfraErrors: more responses than allowed had infrastructure

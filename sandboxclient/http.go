@@ -118,18 +118,22 @@ type HTTPOptions struct {
 	Now func() time.Time
 	// HTTP replaces the pooled client built from MaxConns.
 	HTTP *http.Client
+	// Header is sent with every request (a gateway's credentials, for
+	// example); it is never printed.
+	Header http.Header
 }
 
 // HTTPClient is a Client that POSTs to a SandboxFusion server's /run_code.
 // It is safe for concurrent use; share one per server.
 type HTTPClient struct {
-	url   string
-	http  *http.Client
-	retry RetryPolicy
-	sleep func(ctx context.Context, d time.Duration) error
-	rand  func() float64
-	now   func() time.Time
-	bufs  sync.Pool // *bytes.Buffer, for request and response bodies
+	url    string
+	header http.Header
+	http   *http.Client
+	retry  RetryPolicy
+	sleep  func(ctx context.Context, d time.Duration) error
+	rand   func() float64
+	now    func() time.Time
+	bufs   sync.Pool // *bytes.Buffer, for request and response bodies
 
 	maxBody int64 // MaxResponseBytes; smaller in tests
 }
@@ -164,12 +168,13 @@ func NewHTTPClient(opts HTTPOptions) (*HTTPClient, error) {
 		r.SandboxErrorAttempts = 1
 	}
 	c := &HTTPClient{
-		url:   u,
-		http:  opts.HTTP,
-		retry: r,
-		sleep: opts.Sleep,
-		rand:  opts.Rand,
-		now:   opts.Now,
+		url:    u,
+		header: opts.Header.Clone(),
+		http:   opts.HTTP,
+		retry:  r,
+		sleep:  opts.Sleep,
+		rand:   opts.Rand,
+		now:    opts.Now,
 
 		maxBody: MaxResponseBytes,
 	}
@@ -192,7 +197,8 @@ func NewHTTPClient(opts HTTPOptions) (*HTTPClient, error) {
 	return c, nil
 }
 
-// URL returns the endpoint the client posts to.
+// URL returns the endpoint the client posts to; print it through
+// RedactURL.
 func (c *HTTPClient) URL() string { return c.url }
 
 // CloseIdleConnections closes the pooled connections that are idle.
@@ -377,8 +383,16 @@ func (c *HTTPClient) attempt(ctx context.Context, body *sharedBody, timeout time
 		"Content-Type": {"application/json"},
 		"Accept":       {"application/json"},
 	}
+	for k, vs := range c.header {
+		hreq.Header[k] = vs
+	}
 	hresp, err := c.http.Do(hreq)
 	if err != nil {
+		// The error names the URL: keep its credentials out of messages.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			ue.URL = RedactURL(ue.URL)
+		}
 		if actx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
 			return nil, 0, 0, fmt.Errorf("no response within %v: %w", timeout, err)
 		}

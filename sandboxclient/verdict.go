@@ -72,6 +72,9 @@ type CaseResult struct {
 
 	Attempts int  `json:"attempts"`
 	Infra    bool `json:"infra_error"`
+	// Shared is set when no request was made for this case: an identical
+	// execution of the same run answered it (Attempts is then 0).
+	Shared bool `json:"shared,omitempty"`
 }
 
 // Judge turns the outcome of one request into the case's verdict and

@@ -82,6 +82,11 @@ type Options struct {
 	// NoCompileSkip sends every case even after a compile error, as verl
 	// does; the verdicts are the same either way.
 	NoCompileSkip bool
+	// NoDedup sends every execution, even one identical to an execution
+	// of this run (same code as sent, stdin, language, timeouts, memory
+	// limit) whose answer could be shared; the verdicts are the same
+	// either way.
+	NoDedup bool
 	// Window bounds the solutions in progress (dispatched but not yet
 	// emitted); it keeps memory flat however long the input is. Default
 	// 4*MaxConcurrent, at least 64.
@@ -106,6 +111,9 @@ type Solution struct {
 	// Err, when set, is a problem found before scoring (a bad input row):
 	// the solution scores 0 with this error and no case is run.
 	Err error
+	// Fresh sends every case of the solution, taking no answer of an
+	// identical execution: a rerun that asks whether a verdict repeats.
+	Fresh bool
 }
 
 // Truth is a ground truth parsed once for every response of a prompt. It
@@ -131,6 +139,7 @@ type Result struct {
 	Err        string                     // "" when the solution could be scored
 	Requests   int                        // requests sent (attempts not counted)
 	Saved      int                        // requests not sent thanks to compile-error skipping
+	Deduped    int                        // requests not sent: an identical execution's answer was shared
 	Retries    int                        // extra HTTP attempts
 	// Aborted is set when the context was cancelled while cases were in
 	// flight: the verdicts are incomplete and must not be kept.
@@ -192,6 +201,7 @@ type Engine struct {
 	opts     Options
 	lim      *limiter
 	progress *Progress
+	shared   *flights // nil with NoDedup
 	stop     chan struct{}
 	stopOnce sync.Once
 }
@@ -216,13 +226,17 @@ func New(client sandboxclient.Client, opts Options) (*Engine, error) {
 	if opts.Window <= 0 {
 		opts.Window = max(4*opts.MaxConcurrent, 64)
 	}
-	return &Engine{
+	e := &Engine{
 		client:   client,
 		opts:     opts,
 		lim:      newLimiter(opts.MaxConcurrent),
 		progress: &Progress{},
 		stop:     make(chan struct{}),
-	}, nil
+	}
+	if !opts.NoDedup {
+		e.shared = newFlights()
+	}
+	return e, nil
 }
 
 // Progress returns the engine's live counters.
@@ -271,6 +285,7 @@ type solState struct {
 	code     string
 	program  string // the program of every case when the set has no assert cases
 	lang     string
+	fresh    bool
 	pending  sync.WaitGroup
 	mu       sync.Mutex
 	firstCE  int // smallest case index known to be -4, or -1
@@ -344,6 +359,7 @@ func (e *Engine) Run(ctx context.Context, in <-chan Solution, emit func(*Result)
 func (e *Engine) start(sol Solution) *solState {
 	st := &solState{done: make(chan struct{}), firstCE: -1}
 	st.res.ID = sol.ID
+	st.fresh = sol.Fresh
 	st.res.Continuous = e.opts.Mode.Continuous(sol.DataSource)
 	if sol.Err != nil {
 		st.res.Err = sol.Err.Error()
@@ -497,16 +513,21 @@ func (e *Engine) dispatch(ctx, reqCtx context.Context, st *solState) {
 // releases.
 func (e *Engine) send(ctx context.Context, st *solState, i int) {
 	defer st.pending.Done()
-	resp, err := e.client.Run(ctx, e.request(st, i))
+	resp, err, shared, holding := e.execute(ctx, st, i)
 	e.progress.InFlight.Add(-1)
 	cr := e.judge(st, i, resp, err)
+	cr.Shared = shared
 	e.progress.CasesDone.Add(1)
 	if cr.Infra {
 		e.progress.InfraErrs.Add(1)
 	}
 	st.mu.Lock()
 	st.res.Cases[i] = cr
-	st.res.Requests++
+	if shared {
+		st.res.Deduped++
+	} else {
+		st.res.Requests++
+	}
 	if cr.Attempts > 1 {
 		st.res.Retries += cr.Attempts - 1
 	}
@@ -519,7 +540,58 @@ func (e *Engine) send(ctx context.Context, st *solState, i int) {
 	st.mu.Unlock()
 	// The slot is freed only now, so that a compile error is known before
 	// the next case of this solution can take it.
-	e.lim.release()
+	if holding {
+		e.lim.release()
+	}
+}
+
+// execute gets the answer to case i's request: from the client, or shared
+// with an identical execution of this run. A shared answer comes with
+// Attempts 0 (no request was made for it). The caller holds a slot of the
+// limit; while waiting for another case's answer execute gives it back
+// (and takes one again if that execution failed and it must send its
+// own). holding says whether the slot is still the caller's to release.
+func (e *Engine) execute(ctx context.Context, st *solState, i int) (resp *sandboxclient.Response, err error, shared, holding bool) {
+	req := e.request(st, i)
+	if e.shared == nil || st.fresh {
+		resp, err := e.client.Run(ctx, req)
+		return resp, err, false, true
+	}
+	k := keyOf(req)
+	holding = true
+	for {
+		fl, lead := e.shared.join(k)
+		if lead {
+			resp, err := e.client.Run(ctx, req)
+			if err != nil || ctx.Err() != nil {
+				e.shared.land(k, fl, nil)
+			} else {
+				e.shared.land(k, fl, resp)
+			}
+			return resp, err, false, holding
+		}
+		select {
+		case <-fl.done: // answered already: no wait, keep the slot
+		default:
+			e.lim.release()
+			holding = false
+		}
+		if resp := fl.wait(ctx); resp != nil {
+			c := *resp
+			c.Attempts = 0
+			return &c, nil, true, holding
+		}
+		if ctx.Err() != nil {
+			return nil, &sandboxclient.APIError{Err: fmt.Errorf("request not sent: %w", ctx.Err())}, false, holding
+		}
+		// That execution failed: try again, perhaps leading this time.
+		if !holding {
+			if err := e.lim.acquire(ctx, st.res.ID, i); err != nil {
+				return nil, &sandboxclient.APIError{Err: fmt.Errorf("request not sent: %w", err)}, false, false
+			}
+			holding = true
+		}
+	}
 }
 
 // waitAndFinish completes st once its in-flight cases return, without

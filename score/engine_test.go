@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -133,7 +134,7 @@ func runAll(t testing.TB, e *Engine, sols []Solution) []*Result {
 func TestGlobalLimitIsReachedNeverExceeded(t *testing.T) {
 	const limit = 16
 	s := newStandIn(t, 5*time.Millisecond)
-	e, err := New(s.client(t, limit), Options{MaxConcurrent: limit, Timeout: 10, MemoryLimitMB: 1024, Language: "python"})
+	e, err := New(s.client(t, limit), Options{MaxConcurrent: limit, Timeout: 10, MemoryLimitMB: 1024, Language: "python", NoDedup: true}) // identical solutions, each sent
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -409,7 +410,7 @@ func TestCancelAbortsInFlight(t *testing.T) {
 		return echoRun(req)
 	}
 	defer close(block)
-	e, _ := New(s.client(t, 2), Options{MaxConcurrent: 2, Timeout: 10, MemoryLimitMB: 1024, Language: "python"})
+	e, _ := New(s.client(t, 2), Options{MaxConcurrent: 2, Timeout: 10, MemoryLimitMB: 1024, Language: "python", NoDedup: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	in := make(chan Solution, 3)
 	for i := range 3 {
@@ -452,7 +453,7 @@ func TestStopLetsInFlightFinish(t *testing.T) {
 		<-release
 		return echoRun(req)
 	}
-	e, _ := New(s.client(t, 2), Options{MaxConcurrent: 2, Timeout: 10, MemoryLimitMB: 1024, Language: "python"})
+	e, _ := New(s.client(t, 2), Options{MaxConcurrent: 2, Timeout: 10, MemoryLimitMB: 1024, Language: "python", NoDedup: true})
 	in := make(chan Solution, 4)
 	for i := range 4 {
 		in <- Solution{ID: int64(i), Completion: "```python\nprint(input())\n```", GroundTruth: groundTruth(1)}
@@ -511,4 +512,68 @@ func TestSharedTruth(t *testing.T) {
 	if r := runAll(t, e, []Solution{{Completion: completions[0], Truth: bad}})[0]; !strings.Contains(r.Err, "invalid test_cases structure") {
 		t.Errorf("a shared bad truth: error %q", r.Err)
 	}
+}
+
+// Identical executions are sent once and their answer shared: a GRPO group
+// of 8 responses with 4 distinct programs over 3 cases costs 12 requests,
+// with the verdicts of sending all 24. An execution whose request failed
+// is not shared: each case that asked for it sends its own.
+func TestIdenticalExecutionsAreSentOnce(t *testing.T) {
+	programs := []string{"```python\nprint(input())\n```", "```python\nprint('WRONG')\n```", "```python\nprint(input()) # 2\n```", "```python\nimport sys\nprint('WRONG')\n```"}
+	var sols []Solution
+	for i := range 8 {
+		sols = append(sols, Solution{ID: int64(i), Completion: programs[i%4], GroundTruth: groundTruth(3)})
+	}
+	results := map[bool][]*Result{}
+	requests := map[bool]int64{}
+	for _, noDedup := range []bool{true, false} {
+		s := newStandIn(t, 5*time.Millisecond)
+		e, _ := New(s.client(t, 8), Options{MaxConcurrent: 8, Timeout: 10, MemoryLimitMB: 1024, NoDedup: noDedup})
+		results[noDedup] = runAll(t, e, sols)
+		requests[noDedup] = s.requests.Load()
+	}
+	if requests[true] != 24 || requests[false] != 12 {
+		t.Errorf("requests: %d without dedup (want 24), %d with it (want 12)", requests[true], requests[false])
+	}
+	deduped, sent, shared := 0, 0, 0
+	for i, r := range results[false] {
+		want := results[true][i]
+		if fmt.Sprint(r.Verdicts(), r.Score) != fmt.Sprint(want.Verdicts(), want.Score) {
+			t.Errorf("solution %d: %v %v with dedup, %v %v without", i, r.Verdicts(), r.Score, want.Verdicts(), want.Score)
+		}
+		deduped += r.Deduped
+		sent += r.Requests
+		for _, c := range r.Cases {
+			if c.Shared {
+				shared++
+				if c.Attempts != 0 {
+					t.Errorf("solution %d case %d: shared with %d attempts", i, c.CaseIndex, c.Attempts)
+				}
+			}
+		}
+	}
+	if deduped != 12 || sent != 12 || shared != 12 {
+		t.Errorf("deduped %d, sent %d, shared cases %d; want 12 each", deduped, sent, shared)
+	}
+
+	// Failures are not shared.
+	broken := &failingClient{}
+	e, _ := New(broken, Options{MaxConcurrent: 4, Timeout: 10, MemoryLimitMB: 1024})
+	res := runAll(t, e, []Solution{sols[0], sols[4], sols[1]}) // the first two the same program
+	if n := broken.calls.Load(); n != 9 {
+		t.Errorf("a failing execution was sent %d times for 9 cases, want each case to send its own", n)
+	}
+	for _, r := range res {
+		if r.Deduped != 0 {
+			t.Errorf("solution %d: %d failed executions shared", r.ID, r.Deduped)
+		}
+	}
+}
+
+// failingClient fails every request as a dead sandbox would.
+type failingClient struct{ calls atomic.Int64 }
+
+func (f *failingClient) Run(ctx context.Context, req *sandboxclient.Request) (*sandboxclient.Response, error) {
+	f.calls.Add(1)
+	return nil, &sandboxclient.APIError{Attempts: 1, Err: errors.New("connection refused")}
 }
