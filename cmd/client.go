@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/verl-score/verl-score/rollout"
 	"github.com/verl-score/verl-score/score"
 
 	"github.com/verl-score/verl-score/config"
+	"github.com/verl-score/verl-score/resultcache"
 	"github.com/verl-score/verl-score/sandbox"
 	"github.com/verl-score/verl-score/sandboxclient"
 )
@@ -70,6 +73,20 @@ type scoring struct {
 	endpoints func() []sandboxclient.EndpointStats
 }
 
+// cacheIdentity is the sandbox's part of every cache key: --cache-key, or
+// the set of endpoints, or the embedded sandbox's toolchains.
+func cacheIdentity(cfg *config.Config) string {
+	switch {
+	case cfg.CacheKey != "":
+		return "key " + cfg.CacheKey
+	case len(cfg.SandboxURL) > 0:
+		urls := slices.Clone(cfg.SandboxURL)
+		slices.Sort(urls)
+		return "sandbox urls " + strings.Join(urls, " ")
+	}
+	return sandbox.Identity(cfg.LocalIsolation)
+}
+
 // loadConfig resolves the configuration: a config file at fault is a
 // configuration failure (exit 1), a bad flag or variable a usage error.
 func loadConfig(loader *config.Loader) (*config.Config, error) {
@@ -96,6 +113,14 @@ func setupScoring(loader *config.Loader, errOut io.Writer) (*scoring, error) {
 	client, desc, closeClient, err := sandboxClient(cfg, errOut)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Cache != "" {
+		c, err := resultcache.Open(cfg.Cache, cacheIdentity(cfg), int64(cfg.CacheMaxMB)<<20)
+		if err != nil {
+			closeClient()
+			return nil, err
+		}
+		eo.Cache, eo.CacheTimeouts = c, cfg.CacheTimeouts
 	}
 	eng, err := score.New(client, eo)
 	if err != nil {

@@ -605,24 +605,12 @@ func TestRunOnAFleetBehindAGateway(t *testing.T) {
 	if code, _, stderr := run(context.Background(), "run", in, "-o", want, "-q", "--sandbox-url", srv.URL+"/run_code"); code != ExitOK {
 		t.Fatalf("single server: exit %d: %s", code, stderr)
 	}
-	gateway := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	gateway, _ := frontServer(t, srv, func(r *http.Request) int {
 		if r.Header.Get("Authorization") != "Bearer s3cret-token" {
-			http.Error(w, `{"detail":"unauthorized"}`, http.StatusUnauthorized)
-			return
+			return http.StatusUnauthorized
 		}
-		r2, _ := http.NewRequest(r.Method, srv.URL+r.URL.Path, r.Body)
-		r2.Header = r.Header
-		resp, err := http.DefaultClient.Do(r2)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(resp.StatusCode)
-		_, _ = io.Copy(w, resp.Body)
-	}))
-	t.Cleanup(gateway.Close)
+		return 0
+	})
 	t.Setenv("SANDBOX_TOKEN", "s3cret-token")
 	out := filepath.Join(dir, "out.jsonl")
 	summary := filepath.Join(dir, "summary.json")
@@ -660,5 +648,98 @@ func TestRunOnAFleetBehindAGateway(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "2 SandboxFusion endpoints") {
 		t.Errorf("the start line does not name the fleet: %s", stderr)
+	}
+}
+
+// frontServer is a gateway in front of backend: it answers gate's status
+// when gate refuses a request (non-zero), passes the others on, and counts
+// those it passed.
+func frontServer(t *testing.T, backend *httptest.Server, gate func(*http.Request) int) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	var passed atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if gate != nil {
+			if code := gate(r); code != 0 {
+				http.Error(w, `{"detail":"refused by the gateway"}`, code)
+				return
+			}
+		}
+		passed.Add(1)
+		r2, _ := http.NewRequest(r.Method, backend.URL+r.URL.Path, r.Body)
+		r2.Header = r.Header
+		resp, err := http.DefaultClient.Do(r2)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &passed
+}
+
+// With --cache, a second run of the same input sends nothing and writes
+// the same output; check on it re-scores from the cache too. A sandbox
+// that fails leaves nothing in the cache.
+func TestRunCacheAcrossRuns(t *testing.T) {
+	dir := t.TempDir()
+	in := exampleRows(t, dir, 6)
+	srv, sent := frontServer(t, sandboxServer(t, 0, nil), nil)
+	cache := filepath.Join(dir, "cache")
+	url := srv.URL + "/run_code"
+	first := filepath.Join(dir, "first.jsonl")
+	if code, _, stderr := run(context.Background(), "run", in, "-o", first, "-q", "--cache", cache, "--sandbox-url", url); code != ExitOK {
+		t.Fatalf("first run: exit %d: %s", code, stderr)
+	}
+	afterFirst := sent.Load()
+	if afterFirst == 0 {
+		t.Fatal("the first run sent nothing")
+	}
+	second := filepath.Join(dir, "second.jsonl")
+	code, stdout, stderr := run(context.Background(), "run", in, "-o", second, "-q", "--json", "--cache", cache, "--sandbox-url", url)
+	if code != ExitOK {
+		t.Fatalf("second run: exit %d: %s", code, stderr)
+	}
+	if n := sent.Load() - afterFirst; n != 0 {
+		t.Errorf("the second run sent %d requests, want none", n)
+	}
+	a, _ := os.ReadFile(first)
+	b, _ := os.ReadFile(second)
+	if !bytes.Equal(a, b) {
+		t.Error("the output from the cache differs from the first run's")
+	}
+	var sum struct {
+		Overall struct {
+			Requests int `json:"requests"`
+			Cached   int `json:"requests_saved_by_cache"`
+		} `json:"overall"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &sum); err != nil || sum.Overall.Requests != 0 || sum.Overall.Cached == 0 {
+		t.Errorf("summary of the cached run: %+v, %v", sum.Overall, err)
+	}
+	// check against the first run, from the cache.
+	code, _, stderr = checkCLI(t, "check", in, "-q", "--baseline", first, "--cache", cache, "--sandbox-url", url)
+	if code != ExitOK {
+		t.Fatalf("check --cache: exit %d: %s", code, stderr)
+	}
+	if n := sent.Load() - afterFirst; n != 0 {
+		t.Errorf("check --cache sent %d requests, want none", n)
+	}
+
+	// A dead sandbox: every case -1, nothing stored.
+	deadCache := filepath.Join(dir, "dead-cache")
+	run(context.Background(), "run", in, "-o", filepath.Join(dir, "dead.jsonl"), "-q", "--retry-overload=false", "--cache", deadCache, "--sandbox-url", "http://127.0.0.1:1/run_code")
+	entries := 0
+	filepath.Walk(deadCache, func(p string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() {
+			entries++
+		}
+		return nil
+	})
+	if entries != 0 {
+		t.Errorf("%d answers of a dead sandbox were cached", entries)
 	}
 }

@@ -34,6 +34,11 @@ type Config struct {
 	NoCompileSkip bool    `mapstructure:"no_compile_skip"`
 	NoDedup       bool    `mapstructure:"no_dedup"`
 
+	Cache         string `mapstructure:"cache"`
+	CacheKey      string `mapstructure:"cache_key"`
+	CacheTimeouts bool   `mapstructure:"cache_timeouts"`
+	CacheMaxMB    int    `mapstructure:"cache_max_mb"`
+
 	ResponseKey    string `mapstructure:"response_key"`
 	DataSourceKey  string `mapstructure:"data_source_key"`
 	GroundTruthKey string `mapstructure:"ground_truth_key"`
@@ -78,6 +83,10 @@ func Settings() []Setting {
 		{Key: "extract", Flag: "extract", Default: "verl", Usage: "code extraction rule: verl or prime"},
 		{Key: "no_compile_skip", Flag: "no-compile-skip", Default: false, Usage: "send every case even after a compile error (verdicts are the same)"},
 		{Key: "no_dedup", Flag: "no-dedup", Default: false, Usage: "send every execution, even one identical (code, stdin, language, limits) to one this run already sent (verdicts are the same)"},
+		{Key: "cache", Flag: "cache", Default: "", Usage: "directory of a result cache shared across runs (content-addressed; safe for concurrent runs); off when empty"},
+		{Key: "cache_key", Flag: "cache-key", Default: "", Usage: "the sandbox's identity in cache keys (default: the embedded sandbox's toolchain versions, or the set of sandbox URLs)"},
+		{Key: "cache_timeouts", Flag: "cache-timeouts", Default: false, Usage: "also cache timeouts (-3); infrastructure errors (-1) are never cached"},
+		{Key: "cache_max_mb", Flag: "cache-max-mb", Default: 1024, Usage: "size bound of the cache directory, in MB (the oldest entries go first)"},
 		{Key: "response_key", Flag: "response-key", Default: "responses", Usage: "column holding the responses (a list of strings or one string)"},
 		{Key: "data_source_key", Flag: "data-source-key", Default: "data_source", Usage: "column holding the data source"},
 		{Key: "ground_truth_key", Flag: "ground-truth-key", Default: "reward_model.ground_truth", Usage: "dotted path of the ground truth"},
@@ -298,6 +307,9 @@ func (c *Config) Validate() error {
 	}
 	if c.LocalConcurrency <= 0 {
 		errs = append(errs, &ValueError{Key: "local_concurrency", Err: fmt.Errorf("local_concurrency must be positive, got %d", c.LocalConcurrency)})
+	}
+	if c.CacheMaxMB <= 0 {
+		errs = append(errs, &ValueError{Key: "cache_max_mb", Err: fmt.Errorf("cache_max_mb must be positive, got %d", c.CacheMaxMB)})
 	}
 	if c.RetrySandboxErrors <= 0 {
 		errs = append(errs, &ValueError{Key: "retry_sandbox_errors", Err: fmt.Errorf("retry_sandbox_errors must be at least 1, got %d", c.RetrySandboxErrors)})

@@ -48,6 +48,7 @@ type responseRecord struct {
 	Requests int      `json:"requests,omitempty"`
 	Saved    int      `json:"saved,omitempty"`
 	Deduped  int      `json:"deduped,omitempty"`
+	Cached   int      `json:"cached,omitempty"`
 	Retries  int      `json:"retries,omitempty"`
 	Infra    bool     `json:"infra,omitempty"`
 }

@@ -430,7 +430,7 @@ func (p *pipeline) collect(r *score.Result) error {
 		return nil
 	}
 	rr := responseRecord{Reward: r.Score, Verdicts: r.Verdicts(), Statuses: r.Statuses(),
-		Requests: r.Requests, Saved: r.Saved, Deduped: r.Deduped, Retries: r.Retries, Infra: r.Infra()}
+		Requests: r.Requests, Saved: r.Saved, Deduped: r.Deduped, Cached: r.Cached, Retries: r.Retries, Infra: r.Infra()}
 	if r.Err != "" {
 		e := r.Err
 		rr.Err = &e

@@ -66,6 +66,7 @@ type Group struct {
 	Requests       int            `json:"requests"`
 	SavedByCompile int            `json:"requests_saved_by_compile_skip"`
 	SavedByDedup   int            `json:"requests_saved_by_dedup"`
+	SavedByCache   int            `json:"requests_saved_by_cache"`
 	Retries        int            `json:"retries"`
 	InfraResponses int            `json:"responses_with_infra_error"`
 	InfraErrorRate float64        `json:"infra_error_rate"`
@@ -146,6 +147,7 @@ func (g *Group) addRow(rec *rowRecord, mask bool) {
 		g.Requests += r.Requests
 		g.SavedByCompile += r.Saved
 		g.SavedByDedup += r.Deduped
+		g.SavedByCache += r.Cached
 		g.Retries += r.Retries
 		g.Cases += len(r.Verdicts)
 		if r.Err != nil {
@@ -265,7 +267,7 @@ func (s *Summary) WriteTable(w io.Writer) {
 		head = append(head, fmt.Sprintf("pass@%d", k))
 	}
 	head = append(head, verdictOrder...)
-	head = append(head, "requests", "skipped", "shared", "retries", "infra%")
+	head = append(head, "requests", "skipped", "shared", "cached", "retries", "infra%")
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	row := func(name string, g *Group) {
 		cols := []string{name, fmt.Sprint(g.Prompts), fmt.Sprint(g.Responses), fmt.Sprintf("%.4f", g.MeanScore), fmt.Sprintf("%.4f", g.MeanOverResponses)}
@@ -279,7 +281,7 @@ func (s *Summary) WriteTable(w io.Writer) {
 		for _, v := range verdictOrder {
 			cols = append(cols, fmt.Sprint(g.Verdicts[v]))
 		}
-		cols = append(cols, fmt.Sprint(g.Requests), fmt.Sprint(g.SavedByCompile), fmt.Sprint(g.SavedByDedup), fmt.Sprint(g.Retries),
+		cols = append(cols, fmt.Sprint(g.Requests), fmt.Sprint(g.SavedByCompile), fmt.Sprint(g.SavedByDedup), fmt.Sprint(g.SavedByCache), fmt.Sprint(g.Retries),
 			fmt.Sprintf("%.2f", 100*g.InfraErrorRate))
 		fmt.Fprintln(tw, strings.Join(cols, "\t")+"\t")
 	}

@@ -239,3 +239,15 @@ func pick(c bool, a, b string) string {
 	}
 	return b
 }
+
+// Identity names this machine's embedded sandbox for a result cache: the
+// isolation asked for and every toolchain with its version, so that an
+// answer kept under one toolchain is not reused under another.
+func Identity(isolation string) string {
+	var b strings.Builder
+	b.WriteString("embedded sandbox, isolation " + isolation)
+	for _, t := range Toolchains() {
+		fmt.Fprintf(&b, "\n%s %s %s", t.Program, t.Path, t.Version)
+	}
+	return b.String()
+}

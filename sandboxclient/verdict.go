@@ -75,6 +75,9 @@ type CaseResult struct {
 	// Shared is set when no request was made for this case: an identical
 	// execution of the same run answered it (Attempts is then 0).
 	Shared bool `json:"shared,omitempty"`
+	// Cached is set when the answer came from the result cache of an
+	// earlier run (Attempts is then 0).
+	Cached bool `json:"cached,omitempty"`
 }
 
 // Judge turns the outcome of one request into the case's verdict and

@@ -87,6 +87,12 @@ type Options struct {
 	// limit) whose answer could be shared; the verdicts are the same
 	// either way.
 	NoDedup bool
+	// Cache, when set, keeps answers across runs: an execution found in
+	// it is not sent. Only answers of deterministic verdicts are stored:
+	// never an infrastructure error (-1), a timeout (-3) only with
+	// CacheTimeouts.
+	Cache         Cache
+	CacheTimeouts bool
 	// Window bounds the solutions in progress (dispatched but not yet
 	// emitted); it keeps memory flat however long the input is. Default
 	// 4*MaxConcurrent, at least 64.
@@ -140,6 +146,7 @@ type Result struct {
 	Requests   int                        // requests sent (attempts not counted)
 	Saved      int                        // requests not sent thanks to compile-error skipping
 	Deduped    int                        // requests not sent: an identical execution's answer was shared
+	Cached     int                        // requests not sent: the answer came from the cache
 	Retries    int                        // extra HTTP attempts
 	// Aborted is set when the context was cancelled while cases were in
 	// flight: the verdicts are incomplete and must not be kept.
@@ -506,91 +513,6 @@ func (e *Engine) dispatch(ctx, reqCtx context.Context, st *solState) {
 			continue
 		}
 		go e.send(reqCtx, st, i)
-	}
-}
-
-// send runs case i; the caller holds a slot of the limit, which send
-// releases.
-func (e *Engine) send(ctx context.Context, st *solState, i int) {
-	defer st.pending.Done()
-	resp, err, shared, holding := e.execute(ctx, st, i)
-	e.progress.InFlight.Add(-1)
-	cr := e.judge(st, i, resp, err)
-	cr.Shared = shared
-	e.progress.CasesDone.Add(1)
-	if cr.Infra {
-		e.progress.InfraErrs.Add(1)
-	}
-	st.mu.Lock()
-	st.res.Cases[i] = cr
-	if shared {
-		st.res.Deduped++
-	} else {
-		st.res.Requests++
-	}
-	if cr.Attempts > 1 {
-		st.res.Retries += cr.Attempts - 1
-	}
-	if cr.Verdict == sandboxclient.VerdictCompileError && (st.firstCE < 0 || i < st.firstCE) {
-		st.firstCE = i
-	}
-	if ctx.Err() != nil && cr.Status == sandboxclient.CaseAPIError {
-		st.res.Aborted = true
-	}
-	st.mu.Unlock()
-	// The slot is freed only now, so that a compile error is known before
-	// the next case of this solution can take it.
-	if holding {
-		e.lim.release()
-	}
-}
-
-// execute gets the answer to case i's request: from the client, or shared
-// with an identical execution of this run. A shared answer comes with
-// Attempts 0 (no request was made for it). The caller holds a slot of the
-// limit; while waiting for another case's answer execute gives it back
-// (and takes one again if that execution failed and it must send its
-// own). holding says whether the slot is still the caller's to release.
-func (e *Engine) execute(ctx context.Context, st *solState, i int) (resp *sandboxclient.Response, err error, shared, holding bool) {
-	req := e.request(st, i)
-	if e.shared == nil || st.fresh {
-		resp, err := e.client.Run(ctx, req)
-		return resp, err, false, true
-	}
-	k := keyOf(req)
-	holding = true
-	for {
-		fl, lead := e.shared.join(k)
-		if lead {
-			resp, err := e.client.Run(ctx, req)
-			if err != nil || ctx.Err() != nil {
-				e.shared.land(k, fl, nil)
-			} else {
-				e.shared.land(k, fl, resp)
-			}
-			return resp, err, false, holding
-		}
-		select {
-		case <-fl.done: // answered already: no wait, keep the slot
-		default:
-			e.lim.release()
-			holding = false
-		}
-		if resp := fl.wait(ctx); resp != nil {
-			c := *resp
-			c.Attempts = 0
-			return &c, nil, true, holding
-		}
-		if ctx.Err() != nil {
-			return nil, &sandboxclient.APIError{Err: fmt.Errorf("request not sent: %w", ctx.Err())}, false, holding
-		}
-		// That execution failed: try again, perhaps leading this time.
-		if !holding {
-			if err := e.lim.acquire(ctx, st.res.ID, i); err != nil {
-				return nil, &sandboxclient.APIError{Err: fmt.Errorf("request not sent: %w", err)}, false, false
-			}
-			holding = true
-		}
 	}
 }
 

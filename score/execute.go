@@ -1,0 +1,138 @@
+package score
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/verl-score/verl-score/sandboxclient"
+)
+
+// Cache keeps sandbox answers across runs (resultcache.Dir); the key is a
+// digest of the execution, to which the cache adds the sandbox's identity.
+type Cache interface {
+	Get(key [32]byte) (*sandboxclient.Response, bool)
+	Put(key [32]byte, resp *sandboxclient.Response) error
+}
+
+// source says where the answer to a case came from.
+type source int
+
+const (
+	sent   source = iota // a request was made for it
+	shared               // an identical execution of this run answered it
+	cached               // the cache had it
+)
+
+// send runs case i; the caller holds a slot of the limit, which send
+// releases.
+func (e *Engine) send(ctx context.Context, st *solState, i int) {
+	defer st.pending.Done()
+	req := e.request(st, i)
+	resp, err, src, holding := e.execute(ctx, st, i, req)
+	e.progress.InFlight.Add(-1)
+	cr := e.judge(st, i, resp, err)
+	cr.Shared, cr.Cached = src == shared, src == cached
+	if src == sent && err == nil && e.opts.Cache != nil && !st.fresh && e.storable(cr) {
+		_ = e.opts.Cache.Put(keyOf(req), resp) // a cache that cannot write only costs speed
+	}
+	e.progress.CasesDone.Add(1)
+	if cr.Infra {
+		e.progress.InfraErrs.Add(1)
+	}
+	st.mu.Lock()
+	st.res.Cases[i] = cr
+	switch src {
+	case shared:
+		st.res.Deduped++
+	case cached:
+		st.res.Cached++
+	default:
+		st.res.Requests++
+	}
+	if cr.Attempts > 1 {
+		st.res.Retries += cr.Attempts - 1
+	}
+	if cr.Verdict == sandboxclient.VerdictCompileError && (st.firstCE < 0 || i < st.firstCE) {
+		st.firstCE = i
+	}
+	if ctx.Err() != nil && cr.Status == sandboxclient.CaseAPIError {
+		st.res.Aborted = true
+	}
+	st.mu.Unlock()
+	// The slot is freed only now, so that a compile error is known before
+	// the next case of this solution can take it.
+	if holding {
+		e.lim.release()
+	}
+}
+
+// storable reports whether a verdict is deterministic enough to keep its
+// answer across runs.
+func (e *Engine) storable(cr sandboxclient.CaseResult) bool {
+	switch {
+	case cr.Infra || cr.Verdict == sandboxclient.VerdictAPIError:
+		return false
+	case cr.Verdict == sandboxclient.VerdictTimeout:
+		return e.opts.CacheTimeouts
+	}
+	return true
+}
+
+// execute gets the answer to req, case i of st: from the cache, shared
+// with an identical execution of this run, or from the client. An answer
+// not sent for comes with Attempts 0. The caller holds a slot of the
+// limit; while waiting for another case's answer execute gives it back
+// (and takes one again if that execution failed and it must send its
+// own). holding says whether the slot is still the caller's to release.
+// A Fresh solution always sends.
+func (e *Engine) execute(ctx context.Context, st *solState, i int, req *sandboxclient.Request) (resp *sandboxclient.Response, err error, src source, holding bool) {
+	holding = true
+	if st.fresh || (e.shared == nil && e.opts.Cache == nil) {
+		resp, err := e.client.Run(ctx, req)
+		return resp, err, sent, holding
+	}
+	k := keyOf(req)
+	if e.opts.Cache != nil {
+		if resp, ok := e.opts.Cache.Get(k); ok {
+			resp.Attempts = 0
+			return resp, nil, cached, holding
+		}
+	}
+	if e.shared == nil {
+		resp, err := e.client.Run(ctx, req)
+		return resp, err, sent, holding
+	}
+	for {
+		fl, lead := e.shared.join(k)
+		if lead {
+			resp, err := e.client.Run(ctx, req)
+			if err != nil || ctx.Err() != nil {
+				e.shared.land(k, fl, nil)
+			} else {
+				e.shared.land(k, fl, resp)
+			}
+			return resp, err, sent, holding
+		}
+		select {
+		case <-fl.done: // answered already: no wait, keep the slot
+		default:
+			e.lim.release()
+			holding = false
+		}
+		if resp := fl.wait(ctx); resp != nil {
+			c := *resp
+			c.Attempts = 0
+			return &c, nil, shared, holding
+		}
+		if ctx.Err() != nil {
+			return nil, &sandboxclient.APIError{Err: fmt.Errorf("request not sent: %w", ctx.Err())}, sent, holding
+		}
+		// That execution failed: try again, perhaps leading this time.
+		if !holding {
+			if err := e.lim.acquire(ctx, st.res.ID, i); err != nil {
+				return nil, &sandboxclient.APIError{Err: fmt.Errorf("request not sent: %w", err)}, sent, false
+			}
+			holding = true
+		}
+	}
+}
