@@ -34,6 +34,8 @@ type runOptions struct {
 	json     bool
 	resume   bool
 	quiet    bool
+	shard    string
+	shardAt  *rollout.ShardSpec
 	loader   *config.Loader
 	streams  Streams
 	// resumeCmd is the command line that continues this run.
@@ -70,6 +72,16 @@ prints the command that resumes it.` + exitHelp,
 		},
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.input = args[0]
+			if opts.shard != "" {
+				s, err := rollout.ParseShard(opts.shard)
+				if err != nil {
+					return &UsageError{Err: fmt.Errorf("--shard: %w", err)}
+				}
+				opts.shardAt = &s
+				if opts.output == "" {
+					opts.output = job.ShardOutput(opts.input, s)
+				}
+			}
 			opts.resumeCmd = resumeCommand(c, opts)
 			return runScore(c.Context(), opts)
 		},
@@ -81,6 +93,7 @@ prints the command that resumes it.` + exitHelp,
 	f.BoolVar(&opts.json, "json", false, "print the summary as JSON on stdout instead of a table")
 	f.BoolVar(&opts.resume, "resume", false, "continue an interrupted run from its journal")
 	f.BoolVarP(&opts.quiet, "quiet", "q", false, "no progress display")
+	f.StringVar(&opts.shard, "shard", "", "score only shard K/N of INPUT's rows (0 <= K < N; contiguous, prompts kept whole) and leave OUTPUT.shard for 'verl-score merge'")
 	opts.loader = config.AddFlags(f, scoringKeys...)
 	return c
 }
@@ -142,7 +155,7 @@ func runScore(ctx context.Context, opts *runOptions) error {
 	jo := job.Options{
 		Input: opts.input, Stdin: opts.streams.In, Output: output, Stdout: opts.streams.Out, CasesOut: opts.casesOut, Summary: opts.summary,
 		Reader: sc.reader, DataSource: cfg.DataSource, MaskInfra: cfg.InfraErrors == "mask",
-		MaxText: cfg.CasesOutMaxText, Resume: opts.resume, Warn: sc.warn, Rows: rows, Endpoints: sc.endpoints,
+		MaxText: cfg.CasesOutMaxText, Resume: opts.resume, Warn: sc.warn, Rows: rows, Endpoints: sc.endpoints, Shard: opts.shardAt,
 	}
 	reporter := progress.Start(errOut, progressMode(opts.quiet), sc.eng, rows, 5*time.Second)
 	unwatch := stopOnInterrupt(opts.streams, sc.eng)
@@ -192,7 +205,7 @@ func resumeCommand(c *cobra.Command, opts *runOptions) string {
 		parts = append(parts, "--"+f.Name+"="+shellQuote(f.Value.String()))
 	})
 	if !c.Flags().Lookup("output").Changed {
-		parts = append(parts, "-o", shellQuote(job.DefaultOutput(opts.input)))
+		parts = append(parts, "-o", shellQuote(job.ResolveOutput(opts.input, opts.output)))
 	}
 	parts = append(parts, "--resume")
 	return strings.Join(parts, " ")

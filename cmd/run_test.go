@@ -743,3 +743,49 @@ func TestRunCacheAcrossRuns(t *testing.T) {
 		t.Errorf("%d answers of a dead sandbox were cached", entries)
 	}
 }
+
+// run --shard K/N on each shard (default output names), then merge: the
+// output of one unsharded run.
+func TestRunShardsAndMerge(t *testing.T) {
+	dir := t.TempDir()
+	in := exampleRows(t, dir, 9)
+	srv := sandboxServer(t, 0, nil)
+	url := srv.URL + "/run_code"
+	whole := filepath.Join(dir, "whole.jsonl")
+	if code, _, stderr := run(context.Background(), "run", in, "-o", whole, "-q", "--sandbox-url", url); code != ExitOK {
+		t.Fatalf("unsharded: exit %d: %s", code, stderr)
+	}
+	var outs []string
+	for k := range 3 {
+		if code, _, stderr := run(context.Background(), "run", in, "-q", "--shard", fmt.Sprintf("%d/3", k), "--sandbox-url", url); code != ExitOK {
+			t.Fatalf("shard %d: exit %d: %s", k, code, stderr)
+		}
+		out := strings.TrimSuffix(in, ".jsonl") + fmt.Sprintf(".scored.shard-%d-of-3.jsonl", k)
+		if _, err := os.Stat(out + ".shard"); err != nil {
+			t.Fatalf("shard %d left no shard file: %v", k, err)
+		}
+		outs = append(outs, out)
+	}
+	merged := filepath.Join(dir, "merged.jsonl")
+	code, stdout, stderr := run(context.Background(), append([]string{"merge", merged, "--json"}, outs[2], outs[0], outs[1])...)
+	if code != ExitOK {
+		t.Fatalf("merge: exit %d: %s", code, stderr)
+	}
+	a, _ := os.ReadFile(whole)
+	b, _ := os.ReadFile(merged)
+	if !bytes.Equal(a, b) {
+		t.Error("the merged output differs from the unsharded run's")
+	}
+	var sum struct {
+		Overall struct{ Prompts int } `json:"overall"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &sum); err != nil || sum.Overall.Prompts != 9 {
+		t.Errorf("merged summary: %+v %v", sum, err)
+	}
+	if code, _, stderr := run(context.Background(), "merge", merged, outs[0], outs[1]); code != ExitFailed || !strings.Contains(stderr, "2 shard outputs were given") {
+		t.Errorf("merge of 2 of 3 shards: exit %d, %s", code, stderr)
+	}
+	if code, _, stderr := run(context.Background(), "run", in, "--shard", "3/3"); code != ExitUsage || !strings.Contains(stderr, "--shard") {
+		t.Errorf("--shard 3/3: exit %d, %s", code, stderr)
+	}
+}

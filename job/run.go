@@ -44,6 +44,9 @@ type Options struct {
 	// Endpoints, when set, gives the sandbox endpoints' figures for the
 	// summary (a fleet).
 	Endpoints func() []sandboxclient.EndpointStats
+	// Shard, when set, scores only that shard's rows (rollout.Shard) and
+	// leaves OUTPUT.shard beside the output for Merge.
+	Shard *rollout.ShardSpec
 }
 
 // ErrInterrupted is returned (wrapped) when the job stopped early; the
@@ -74,9 +77,13 @@ func DefaultOutput(input string) string {
 // option of score.Options or rollout.Options must be classified in
 // TestFingerprintCoversEveryOption.
 func runFingerprint(eo score.Options, opts Options) string {
+	shard := ""
+	if opts.Shard != nil {
+		shard = opts.Shard.String()
+	}
 	return fingerprint(eo.Mode, eo.Language, eo.Extract, eo.Timeout,
 		eo.MemoryLimitMB, opts.Reader.ResponseKey, opts.Reader.DataSourceKey, opts.Reader.GroundTruthKey,
-		opts.Reader.LanguageKey, opts.DataSource, opts.CasesOut != "")
+		opts.Reader.LanguageKey, opts.DataSource, opts.CasesOut != "", shard)
 }
 
 // ResolveOutput is the output path for -o output: "" gives
@@ -112,6 +119,9 @@ func Run(ctx context.Context, eng *score.Engine, opts Options) (*Summary, error)
 	toStdout := opts.Output == "-"
 	if toStdout && (opts.Resume || opts.Stdout == nil) {
 		return nil, errors.New("output - (stdout) keeps no journal, so it cannot be resumed")
+	}
+	if toStdout && opts.Shard != nil {
+		return nil, errors.New("--shard needs an output file (merge reads it and its .shard file), not -")
 	}
 
 	if !toStdout {
@@ -193,7 +203,18 @@ func Run(ctx context.Context, eng *score.Engine, opts Options) (*Summary, error)
 	if rows == nil {
 		rows = progress.NewRows()
 	}
-	rows.Total.Store(rollout.CountRows(rd))
+	total := rollout.CountRows(rd)
+	rows.Total.Store(total)
+	feedRd := rd
+	if opts.Shard != nil {
+		if total < 0 {
+			return nil, fmt.Errorf("--shard needs an input whose rows can be counted before scoring (a file or a dump directory), not %s", opts.Input)
+		}
+		feedRd = rollout.Shard(rd, *opts.Shard, total)
+		// The shard's share before prompts are kept whole: near enough
+		// for the progress display.
+		rows.Total.Store(int64(opts.Shard.K+1)*total/int64(opts.Shard.N) - int64(opts.Shard.K)*total/int64(opts.Shard.N))
+	}
 
 	p := &pipeline{opts: opts, mode: eng.Options().Mode, w: w, cw: cw, jr: jr, done: done, slotOf: map[int64]slot{},
 		sum: newSummary(opts.Input, opts.Output, opts.MaskInfra), rows: rows}
@@ -205,7 +226,7 @@ func Run(ctx context.Context, eng *score.Engine, opts Options) (*Summary, error)
 	defer stopFeed()
 	go func() {
 		defer close(in)
-		readErr <- p.feed(feedCtx, rd, in)
+		readErr <- p.feed(feedCtx, feedRd, in)
 	}()
 	runErr := eng.Run(ctx, in, p.collect)
 	if runErr != nil {
@@ -218,6 +239,9 @@ func Run(ctx context.Context, eng *score.Engine, opts Options) (*Summary, error)
 	interrupted := ctx.Err() != nil || eng.WasStopped() || p.aborted
 	p.sum.Interrupted = interrupted
 	p.sum.finish(time.Since(start))
+	if opts.Shard != nil {
+		p.sum.Shard = opts.Shard.String()
+	}
 	if opts.Endpoints != nil {
 		p.sum.Endpoints = opts.Endpoints()
 	}
@@ -258,6 +282,13 @@ func Run(ctx context.Context, eng *score.Engine, opts Options) (*Summary, error)
 	}
 	if toStdout {
 		return p.sum, nil
+	}
+	if opts.Shard != nil {
+		unsharded := opts
+		unsharded.Shard = nil
+		if err := writeShardFile(opts, fp, runFingerprint(eng.Options(), unsharded), p.sum, jpath); err != nil {
+			return p.sum, err
+		}
 	}
 	if err := os.Remove(jpath); err != nil {
 		return p.sum, fmt.Errorf("remove journal: %w", err)

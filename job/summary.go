@@ -20,6 +20,7 @@ type Summary struct {
 	Output      string            `json:"output"`
 	InfraErrors string            `json:"infra_errors"` // score or mask
 	Interrupted bool              `json:"interrupted"`
+	Shard       string            `json:"shard,omitempty"` // K/N of a --shard run
 	WallSeconds float64           `json:"wall_seconds"`
 	CasesPerSec float64           `json:"cases_per_second"`
 	Overall     *Group            `json:"overall"`

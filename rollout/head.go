@@ -6,12 +6,20 @@ func (b *Batch) Head(n int) *Batch {
 	if n >= len(b.Rows) {
 		return b
 	}
-	h := &Batch{Rows: b.Rows[:n]}
+	return b.Slice(0, n)
+}
+
+// Slice returns a batch of rows i to j-1 of b, sharing b's data.
+func (b *Batch) Slice(i, j int) *Batch {
+	if i == 0 && j >= len(b.Rows) {
+		return b
+	}
+	s := &Batch{Rows: b.Rows[i:j]}
 	if b.rec != nil {
-		h.rec = b.rec.NewSlice(0, int64(n))
+		s.rec = b.rec.NewSlice(int64(i), int64(j))
 	}
 	if b.lines != nil {
-		h.lines = b.lines[:n]
+		s.lines = b.lines[i:j]
 	}
-	return h
+	return s
 }
