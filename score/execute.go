@@ -28,7 +28,7 @@ const (
 func (e *Engine) send(ctx context.Context, st *solState, i int) {
 	defer st.pending.Done()
 	req := e.request(st, i)
-	resp, err, src, holding := e.execute(ctx, st, i, req)
+	resp, src, holding, err := e.execute(ctx, st, i, req)
 	e.progress.InFlight.Add(-1)
 	cr := e.judge(st, i, resp, err)
 	cr.Shared, cr.Cached = src == shared, src == cached
@@ -85,22 +85,22 @@ func (e *Engine) storable(cr sandboxclient.CaseResult) bool {
 // (and takes one again if that execution failed and it must send its
 // own). holding says whether the slot is still the caller's to release.
 // A Fresh solution always sends.
-func (e *Engine) execute(ctx context.Context, st *solState, i int, req *sandboxclient.Request) (resp *sandboxclient.Response, err error, src source, holding bool) {
+func (e *Engine) execute(ctx context.Context, st *solState, i int, req *sandboxclient.Request) (resp *sandboxclient.Response, src source, holding bool, err error) {
 	holding = true
 	if st.fresh || (e.shared == nil && e.opts.Cache == nil) {
 		resp, err := e.client.Run(ctx, req)
-		return resp, err, sent, holding
+		return resp, sent, holding, err
 	}
 	k := keyOf(req)
 	if e.opts.Cache != nil {
 		if resp, ok := e.opts.Cache.Get(k); ok {
 			resp.Attempts = 0
-			return resp, nil, cached, holding
+			return resp, cached, holding, nil
 		}
 	}
 	if e.shared == nil {
 		resp, err := e.client.Run(ctx, req)
-		return resp, err, sent, holding
+		return resp, sent, holding, err
 	}
 	for {
 		fl, lead := e.shared.join(k)
@@ -111,7 +111,7 @@ func (e *Engine) execute(ctx context.Context, st *solState, i int, req *sandboxc
 			} else {
 				e.shared.land(k, fl, resp)
 			}
-			return resp, err, sent, holding
+			return resp, sent, holding, err
 		}
 		select {
 		case <-fl.done: // answered already: no wait, keep the slot
@@ -122,15 +122,15 @@ func (e *Engine) execute(ctx context.Context, st *solState, i int, req *sandboxc
 		if resp := fl.wait(ctx); resp != nil {
 			c := *resp
 			c.Attempts = 0
-			return &c, nil, shared, holding
+			return &c, shared, holding, nil
 		}
 		if ctx.Err() != nil {
-			return nil, &sandboxclient.APIError{Err: fmt.Errorf("request not sent: %w", ctx.Err())}, sent, holding
+			return nil, sent, holding, &sandboxclient.APIError{Err: fmt.Errorf("request not sent: %w", ctx.Err())}
 		}
 		// That execution failed: try again, perhaps leading this time.
 		if !holding {
 			if err := e.lim.acquire(ctx, st.res.ID, i); err != nil {
-				return nil, &sandboxclient.APIError{Err: fmt.Errorf("request not sent: %w", err)}, sent, false
+				return nil, sent, false, &sandboxclient.APIError{Err: fmt.Errorf("request not sent: %w", err)}
 			}
 			holding = true
 		}
