@@ -153,9 +153,6 @@ func (f *Fleet) Close() {
 	}
 }
 
-// CloseIdleConnections is Close (the Fleet is done with).
-func (f *Fleet) CloseIdleConnections() { f.Close() }
-
 // Describe names the endpoints for people, credentials redacted.
 func (f *Fleet) Describe() string {
 	s := ""
