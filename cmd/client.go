@@ -52,7 +52,7 @@ func sandboxClient(cfg *config.Config, warn io.Writer) (sandboxclient.Client, st
 	if err != nil {
 		return nil, "", nil, err
 	}
-	l, err := sandbox.New(sandbox.Options{Concurrency: cfg.LocalConcurrency, Isolation: iso, Warn: warn})
+	l, err := sandbox.New(sandbox.Options{Concurrency: cfg.LocalConcurrency, Isolation: iso, Warn: warn, NoFastPaths: !cfg.FastPaths})
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("embedded sandbox: %w", err)
 	}

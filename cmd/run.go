@@ -23,7 +23,7 @@ var scoringKeys = []string{
 	"sandbox_url", "max_concurrent", "timeout", "memory_limit_mb", "mode", "language", "extract",
 	"no_compile_skip", "no_dedup", "cache", "cache_key", "cache_timeouts", "cache_max_mb", "response_key", "data_source_key", "ground_truth_key", "data_source", "language_key",
 	"infra_errors", "max_infra_errors", "cases_out_max_text", "retry_overload", "retry_sandbox_errors",
-	"local_concurrency", "isolation", "sandbox_header",
+	"local_concurrency", "isolation", "fast_paths", "sandbox_header",
 }
 
 type runOptions struct {

@@ -22,7 +22,13 @@ type initReport struct {
 	r        *os.File
 	startedC chan struct{}
 	data     chan []byte
-	pending  []*os.File // the init's ends, closed here once it has started
+	eof      chan struct{} // closed once the report has ended
+	any      bool          // a record came (valid once eof is closed)
+	pending  []*os.File    // the init's ends, closed here once it has started
+}
+
+func newInitReport(r *os.File, pending ...*os.File) *initReport {
+	return &initReport{r: r, startedC: make(chan struct{}), data: make(chan []byte, 1), eof: make(chan struct{}), pending: pending}
 }
 
 type initResult struct {
@@ -33,9 +39,9 @@ type initResult struct {
 }
 
 // initCommand is the command that starts a contained step: this executable
-// as the step's init, reading its script on fd 3 and reporting on fd 4.
-func (l *Local) initCommand(s *stepSpec, uid int, argv []string, attr *syscall.SysProcAttr) (*exec.Cmd, *initReport, error) {
-	script := l.view.script(s, uid, argv, l.opts.MaxOutputBytes)
+// as the step's init, reading its script on fd 3 and reporting on fd 4;
+// extra files are its fds 5, 6, ...
+func (l *Local) initCommand(script []byte, attr *syscall.SysProcAttr, extra ...*os.File) (*exec.Cmd, *initReport, error) {
 	scriptR, scriptW, err := os.Pipe()
 	if err != nil {
 		return nil, nil, fmt.Errorf("create pipe: %w", err)
@@ -55,11 +61,9 @@ func (l *Local) initCommand(s *stepSpec, uid int, argv []string, attr *syscall.S
 		Args:        []string{"verl-score-sandbox-init"},
 		Env:         []string{nsinit.EnvMarker + "=1"},
 		SysProcAttr: attr,
-		ExtraFiles:  []*os.File{scriptR, repW},
+		ExtraFiles:  append([]*os.File{scriptR, repW}, extra...),
 	}
-	rep := &initReport{r: repR, startedC: make(chan struct{}), data: make(chan []byte, 1)}
-	rep.pending = []*os.File{scriptR, repW}
-	return cmd, rep, nil
+	return cmd, newInitReport(repR, scriptR, repW), nil
 }
 
 // started closes the init's ends of the pipes in this process and starts
@@ -71,12 +75,15 @@ func (r *initReport) started(ok bool) {
 	r.pending = nil
 	if !ok {
 		close(r.data)
+		close(r.eof)
 		return
 	}
 	go func() {
+		defer close(r.eof)
 		var b [1]byte
 		// The first record is ReportStarted: one op byte, a zero count.
 		n, _ := io.ReadFull(r.r, b[:])
+		r.any = n > 0
 		if n == 1 && b[0] == nsinit.ReportStarted {
 			io.ReadFull(r.r, b[:])
 			close(r.startedC)
@@ -103,7 +110,15 @@ func (r *initReport) result(state *os.ProcessState) (*initResult, error) {
 	if !ok || len(recs) == 0 {
 		return nil, fmt.Errorf("the step's init ended without a report (%v)", state)
 	}
+	// The last record tells, unless the program could not be set up or
+	// started: a fork-server run's status follows that news.
 	rec := recs[len(recs)-1]
+	for _, r := range recs {
+		if r.Op == nsinit.ReportError || r.Op == nsinit.ReportNoStart {
+			rec = r
+			break
+		}
+	}
 	switch rec.Op {
 	case nsinit.ReportExit:
 		if len(rec.Args) < 2 || len(rec.Args)%2 != 0 {

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -38,6 +39,8 @@ type stepSpec struct {
 	view viewStep
 	// fetch (steps without a view) names files under dir read back.
 	fetch []string
+	// forkable: a Python run the fork server may start (forkserver.go).
+	forkable bool
 }
 
 func (s *stepSpec) chownOwned(uid int) error {
@@ -159,27 +162,32 @@ func (p *uidPool) put(u uint32) {
 	p.cond.Signal()
 }
 
-// wrap prefixes argv with the shell that sets the limits and then execs it.
-func (l *Local) wrap(argv []string, lim limits) []string {
-	var b strings.Builder
-	b.WriteString("umask 022 && ulimit -c 0")
-	add := func(flag string, v int64) {
-		if v > 0 {
-			fmt.Fprintf(&b, " && ulimit %s %d", flag, v)
-		}
-	}
-	add("-t", int64(lim.cpuSec))
-	add("-f", int64(lim.fsizeMB)*2048) // 512-byte blocks
-	add("-n", int64(lim.nofile))
-	add("-v", int64(lim.addressMB)*1024)
-	add("-d", int64(lim.dataMB)*1024)
+// rlimits are a step's limits in the kernel's units (bytes, seconds,
+// counts; 0: not set), in the order of rlimitNames.
+func (l *Local) rlimits(lim limits) [7]int64 {
 	stack := int64(lim.stackMB) << 20
 	if l.iso.stackHard >= 0 && stack > l.iso.stackHard {
 		stack = l.iso.stackHard
 	}
-	add("-s", stack>>10)
+	var nproc int64
 	if l.iso.nprocFlag != "" && l.iso.perRunUser {
-		add(l.iso.nprocFlag, int64(lim.nproc))
+		nproc = int64(lim.nproc)
+	}
+	return [7]int64{int64(lim.cpuSec), int64(lim.fsizeMB) << 20, int64(lim.nofile),
+		int64(lim.addressMB) << 20, int64(lim.dataMB) << 20, stack, nproc}
+}
+
+// wrap prefixes argv with the shell that sets the limits and then execs it.
+func (l *Local) wrap(argv []string, lim limits) []string {
+	var b strings.Builder
+	b.WriteString("umask 022 && ulimit -c 0")
+	// The shell's units: seconds, 512-byte blocks, count, KiB, KiB, KiB, count.
+	flags := [7]string{"-t", "-f", "-n", "-v", "-d", "-s", l.iso.nprocFlag}
+	units := [7]int64{1, 512, 1, 1024, 1024, 1024, 1}
+	for i, v := range l.rlimits(lim) {
+		if v > 0 {
+			fmt.Fprintf(&b, " && ulimit %s %d", flags[i], v/units[i])
+		}
 	}
 	b.WriteString(` && exec "$@"`)
 	return append([]string{wrapperShell, "-c", b.String(), "sh"}, argv...)
@@ -194,34 +202,13 @@ func (l *Local) env(home string, extra func(*Local) []string) []string {
 	return e
 }
 
-// runStep runs one process to completion or timeout under the Local's
-// concurrency limit. An error means the sandbox failed, not the program.
-func (l *Local) runStep(ctx context.Context, s stepSpec) (*sandboxclient.StepResult, map[string]string, error) {
-	select {
-	case l.sem <- struct{}{}:
-	case <-ctx.Done():
-		return nil, nil, ctx.Err()
-	}
-	defer func() { <-l.sem }()
-	if err := ctx.Err(); err != nil {
-		return nil, nil, err
-	}
-
+// stepAttr is how a step's first process is started: in a group of its
+// own, killed with us, and in new namespaces as far as the host allows (a
+// contained step's init in all of them).
+func (l *Local) stepAttr(uid int) *syscall.SysProcAttr {
 	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	uid := -1
-	perUser := l.iso.perRunUser && !s.asRoot
-	if perUser {
-		u := stepUIDs.get()
-		defer stepUIDs.put(u)
-		uid = int(u)
-		if s.owned != "" {
-			if err := s.chownOwned(uid); err != nil {
-				return nil, nil, fmt.Errorf("hand directory to step user: %w", err)
-			}
-		}
-	}
 	contained := l.iso.contained
-	if !contained && perUser {
+	if !contained && uid >= 0 {
 		attr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}
 	}
 	if l.iso.netns || contained {
@@ -240,97 +227,152 @@ func (l *Local) runStep(ctx context.Context, s stepSpec) (*sandboxclient.StepRes
 			attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: inner, HostID: os.Getgid(), Size: 1}}
 		}
 	}
+	return attr
+}
 
+// stepProc is a started step.
+type stepProc struct {
+	done    <-chan struct{}  // closed when every process of the step has ended
+	kill    func()           // ends the step now; may be called again
+	report  *initReport      // a contained step's init reports here
+	forked  bool             // started by the Python fork server
+	state   *os.ProcessState // exec'd steps, once done
+	waitErr error
+}
+
+// errForkLost: the fork server ended before the step's program started,
+// so the step can run again the plain way.
+var errForkLost = errors.New("the Python fork server is gone")
+
+// runStep runs one process to completion or timeout under the Local's
+// concurrency limit. An error means the sandbox failed, not the program.
+func (l *Local) runStep(ctx context.Context, s stepSpec) (*sandboxclient.StepResult, map[string]string, error) {
+	select {
+	case l.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
+	defer func() { <-l.sem }()
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	uid := -1
+	if l.iso.perRunUser && !s.asRoot {
+		u := stepUIDs.get()
+		defer stepUIDs.put(u)
+		uid = int(u)
+		if s.owned != "" {
+			if err := s.chownOwned(uid); err != nil {
+				return nil, nil, fmt.Errorf("hand directory to step user: %w", err)
+			}
+		}
+	}
+	res, fetched, err := l.runStepAs(ctx, &s, uid, s.forkable)
+	if errors.Is(err, errForkLost) {
+		res, fetched, err = l.runStepAs(ctx, &s, uid, false)
+	}
+	return res, fetched, err
+}
+
+// startStep starts the step's first process: through the fork server
+// where it may, else this executable as the contained step's init, else
+// the wrapped program itself.
+func (l *Local) startStep(s *stepSpec, uid int, fork bool, stdin, stdout, stderr *os.File) (*stepProc, error) {
+	if fork && uid >= 0 {
+		if fs := l.forkServer(s.lim); fs != nil {
+			p, err := fs.start(s, l.forkScript(s, uid), stdin, stdout, stderr)
+			if err == nil {
+				l.forked.Add(1)
+				return p, nil
+			}
+		}
+	}
+	attr := l.stepAttr(uid)
 	argv := l.wrap(s.argv, s.lim)
 	var cmd *exec.Cmd
 	var report *initReport
-	if contained {
+	if l.iso.contained {
 		var err error
-		if cmd, report, err = l.initCommand(&s, uid, argv, attr); err != nil {
-			return nil, nil, err
+		if cmd, report, err = l.initCommand(l.view.script(s, uid, argv, l.opts.MaxOutputBytes), attr); err != nil {
+			return nil, err
 		}
-		defer report.close()
 	} else {
 		cmd = &exec.Cmd{Path: argv[0], Args: argv, Dir: s.dir, Env: s.env, SysProcAttr: attr, ExtraFiles: s.extraFiles}
 	}
-
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		return nil, nil, fmt.Errorf("create pipe: %w", err)
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		return nil, nil, fmt.Errorf("create pipe: %w", err)
-	}
-	cmd.Stdout, cmd.Stderr = outW, errW
-	var inW *os.File
-	if len(s.stdin) > 0 {
-		var inR *os.File
-		if inR, inW, err = os.Pipe(); err != nil {
-			outR.Close()
-			outW.Close()
-			errR.Close()
-			errW.Close()
-			return nil, nil, fmt.Errorf("create pipe: %w", err)
-		}
-		cmd.Stdin = inR
-	}
-
-	start := l.now()
-	err = cmd.Start()
-	outW.Close()
-	errW.Close()
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	err := cmd.Start()
 	if report != nil {
 		report.started(err == nil)
 	}
 	if err != nil {
+		if report != nil {
+			report.close()
+		}
+		return nil, err
+	}
+	done := make(chan struct{})
+	p := &stepProc{done: done, report: report}
+	pgid := cmd.Process.Pid
+	p.kill = func() { syscall.Kill(-pgid, syscall.SIGKILL) }
+	go func() {
+		p.state, p.waitErr = cmd.Process.Wait()
+		close(done)
+	}()
+	return p, nil
+}
+
+func (l *Local) runStepAs(ctx context.Context, s *stepSpec, uid int, fork bool) (*sandboxclient.StepResult, map[string]string, error) {
+	perUser, contained := uid >= 0, l.iso.contained
+	var pipes [6]*os.File // stdin r/w, stdout r/w, stderr r/w
+	for i := 0; i < len(pipes); i += 2 {
+		r, w, err := os.Pipe()
+		if err != nil {
+			for _, f := range pipes[:i] {
+				f.Close()
+			}
+			return nil, nil, fmt.Errorf("create pipe: %w", err)
+		}
+		pipes[i], pipes[i+1] = r, w
+	}
+	inW, outR, errR := pipes[1], pipes[2], pipes[4]
+	start := l.now()
+	p, err := l.startStep(s, uid, fork, pipes[0], pipes[3], pipes[5])
+	pipes[0].Close()
+	pipes[3].Close()
+	pipes[5].Close()
+	if err != nil {
 		outR.Close()
 		errR.Close()
-		if inW != nil {
-			inW.Close()
-		}
+		inW.Close()
 		if contained {
 			return nil, nil, fmt.Errorf("start the step's init: %w", err)
 		}
 		// The server reports a step it could not start as status Error.
 		return &sandboxclient.StepResult{Status: sandboxclient.StepError, Stderr: "exception on running command: " + err.Error()}, nil, nil
 	}
-	if c, ok := cmd.Stdin.(*os.File); ok {
-		c.Close()
+	if p.report != nil {
+		defer p.report.close()
 	}
-	pgid := cmd.Process.Pid
 
 	max := l.opts.MaxOutputBytes
 	var wg sync.WaitGroup
 	stdout, stderr := &cappedBuffer{max: max}, &cappedBuffer{max: max}
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); stdout.drain(outR) }()
 	go func() { defer wg.Done(); stderr.drain(errR) }()
-	if inW != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			inW.Write(s.stdin) // a program that does not read its input is no error
-			inW.Close()
-		}()
-	}
-
-	done := make(chan struct{})
-	var state *os.ProcessState
-	var waitErr error
 	go func() {
-		state, waitErr = cmd.Process.Wait()
-		close(done)
+		defer wg.Done()
+		inW.Write(s.stdin) // a program that does not read its input is no error
+		inW.Close()
 	}()
+
 	// A contained step's clock starts when its init starts the program,
 	// not while it builds the view.
-	if report != nil {
+	if p.report != nil {
 		select {
-		case <-report.startedC:
+		case <-p.report.startedC:
 			start = l.now()
-		case <-done:
+		case <-p.done:
 		case <-ctx.Done():
 		case <-time.After(initSetupTimeout):
 		}
@@ -339,7 +381,7 @@ func (l *Local) runStep(ctx context.Context, s stepSpec) (*sandboxclient.StepRes
 	defer timer.Stop()
 	timedOut, cancelled := false, false
 	select {
-	case <-done:
+	case <-p.done:
 	case <-timer.C:
 		timedOut = true
 	case <-ctx.Done():
@@ -349,9 +391,9 @@ func (l *Local) runStep(ctx context.Context, s stepSpec) (*sandboxclient.StepRes
 	// Whatever happened, nothing of the step may live on: the group first,
 	// then (as a user of its own) everything that user still runs. A
 	// contained step's namespace dies with its init.
-	syscall.Kill(-pgid, syscall.SIGKILL)
-	<-done
-	syscall.Kill(-pgid, syscall.SIGKILL)
+	p.kill()
+	<-p.done
+	p.kill()
 	if perUser && !contained {
 		killUser(uint32(uid))
 		removeUserFiles(uint32(uid), l.opts.TempDir)
@@ -361,9 +403,7 @@ func (l *Local) runStep(ctx context.Context, s stepSpec) (*sandboxclient.StepRes
 	deadline := time.Now().Add(500 * time.Millisecond)
 	outR.SetReadDeadline(deadline)
 	errR.SetReadDeadline(deadline)
-	if inW != nil {
-		inW.SetWriteDeadline(deadline)
-	}
+	inW.SetWriteDeadline(deadline)
 	wg.Wait()
 	outR.Close()
 	errR.Close()
@@ -371,8 +411,8 @@ func (l *Local) runStep(ctx context.Context, s stepSpec) (*sandboxclient.StepRes
 	if cancelled {
 		return nil, nil, ctx.Err()
 	}
-	if waitErr != nil {
-		return nil, nil, fmt.Errorf("wait for step: %w", waitErr)
+	if p.waitErr != nil {
+		return nil, nil, fmt.Errorf("wait for step: %w", p.waitErr)
 	}
 	res := &sandboxclient.StepResult{
 		ExecutionTime: elapsed.Seconds(),
@@ -392,9 +432,12 @@ func (l *Local) runStep(ctx context.Context, s stepSpec) (*sandboxclient.StepRes
 	res.Status = sandboxclient.StepFinished
 	var ws syscall.WaitStatus
 	var fetched map[string]string
-	if report != nil {
-		r, err := report.result(state)
+	if p.report != nil {
+		r, err := p.report.result(p.state)
 		if err != nil {
+			if p.forked && !p.report.any {
+				return nil, nil, errForkLost
+			}
 			return nil, nil, err
 		}
 		if r.noStart != "" {
@@ -403,7 +446,7 @@ func (l *Local) runStep(ctx context.Context, s stepSpec) (*sandboxclient.StepRes
 		ws, fetched = r.status, r.files
 		res.ExecutionTime = r.elapsed.Seconds()
 	} else {
-		ws, _ = state.Sys().(syscall.WaitStatus)
+		ws, _ = p.state.Sys().(syscall.WaitStatus)
 		fetched = fetchFiles(s.dir, s.fetch, l.opts.MaxOutputBytes)
 	}
 	rc := ws.ExitStatus()

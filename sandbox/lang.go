@@ -94,7 +94,7 @@ var languages = map[string]*langSpec{
 		programs: []string{"g++"},
 		source:   "solution.cpp",
 		compile: func(l *Local, dir string) []string {
-			return []string{l.tools["g++"], "-std=c++17", "-O2", "solution.cpp", "-o", "test"}
+			return append(append([]string{l.tools["g++"]}, cppFlags...), "solution.cpp", "-o", "test")
 		},
 		run: func(_ *Local, _, binDir string, _ int) []string {
 			return []string{filepath.Join(binDir, "test")}

@@ -79,6 +79,11 @@ type Options struct {
 	MaxOutputBytes int           // bytes kept per stream; more is read and discarded; default 1 MiB
 	Isolation      IsolationMode // IsolationAuto (default) or IsolationNone
 	Warn           io.Writer     // where the one-time notes about missing protections go; default os.Stderr
+	// NoFastPaths turns off what makes runs faster without changing their
+	// results: Python runs forked from a pre-started interpreter
+	// (forkserver.go) and C++ compiled against a precompiled
+	// bits/stdc++.h (pch.go). Every run then starts and compiles plainly.
+	NoFastPaths bool
 }
 
 // Stats counts what a Local has done.
@@ -86,6 +91,7 @@ type Stats struct {
 	Runs             int64 // requests answered by Run
 	Compiles         int64 // compilations actually performed
 	CompileCacheHits int64 // compilations answered from the cache
+	ForkedRuns       int64 // Python runs the fork server started
 }
 
 // Local is a sandbox on this machine. It implements sandboxclient.Client and
@@ -111,8 +117,11 @@ type Local struct {
 	builds map[string]*build
 
 	view                        *view // what contained steps see
+	forks                       forkServers
+	pch                         pchState
 	runSeq                      atomic.Int64
 	runs, compiles, compileHits atomic.Int64
+	forked                      atomic.Int64
 	closeOnce                   sync.Once
 	closeErr                    error
 	warnOnce                    map[string]*sync.Once
@@ -245,12 +254,13 @@ func goCacheDir(tempDir string) string {
 
 // Stats returns the counters so far.
 func (l *Local) Stats() Stats {
-	return Stats{Runs: l.runs.Load(), Compiles: l.compiles.Load(), CompileCacheHits: l.compileHits.Load()}
+	return Stats{Runs: l.runs.Load(), Compiles: l.compiles.Load(), CompileCacheHits: l.compileHits.Load(), ForkedRuns: l.forked.Load()}
 }
 
 // Close removes the sandbox's directory with its cached builds.
 func (l *Local) Close() error {
 	l.closeOnce.Do(func() {
+		l.forks.close()
 		if l.rustSysroot != nil {
 			l.rustSysroot.Close()
 		}
@@ -448,6 +458,15 @@ func (l *Local) doCompile(ctx context.Context, spec *langSpec, req *sandboxclien
 		st.dir = dir
 	}
 	st.argv = spec.compile(l, st.dir)
+	if spec == languages["cpp"] {
+		if inc := l.cppPCH(); inc != "" {
+			if l.iso.contained {
+				st.view.binds = append(st.view.binds, viewBind{source: inc, target: pchViewDir})
+				inc = pchViewDir
+			}
+			st.argv = append([]string{st.argv[0], "-I" + inc}, st.argv[1:]...)
+		}
+	}
 	st.env = l.env(st.dir, spec.env)
 	if spec.programs[0] == "rustc" && l.rustSysroot != nil {
 		st.argv, st.env = sysrootArgs(st.argv, st.env)
@@ -561,6 +580,7 @@ func (l *Local) execute(ctx context.Context, spec *langSpec, req *sandboxclient.
 			st.view.binds = []viewBind{{source: binDir, target: viewBuildDir}}
 		}
 		st.argv = spec.run(l, st.dir, viewBin, req.MemoryLimitMB)
+		st.forkable = spec == languages["python"] && !st.asRoot && len(st.view.fetch) == 0
 	} else {
 		dir := filepath.Join(l.root, "runs", fmt.Sprintf("r%d", l.runSeq.Add(1)))
 		if err := os.Mkdir(dir, 0o700); err != nil {

@@ -19,6 +19,7 @@ import (
 // newLocal makes a Local for one test, closed at its end.
 func newLocal(t testing.TB, opts Options) *Local {
 	t.Helper()
+	opts.NoFastPaths = opts.NoFastPaths || plainPython
 	if opts.Warn == nil {
 		opts.Warn = &bytes.Buffer{}
 	}
@@ -34,6 +35,11 @@ func newLocal(t testing.TB, opts Options) *Local {
 	return l
 }
 
+// plainPython runs the package's tests with every Python run started as a
+// new interpreter (test.sh runs them both ways), so that the containment
+// and language tests hold on both paths.
+var plainPython = os.Getenv("VERL_SCORE_TEST_PLAIN_PYTHON") == "1"
+
 // shared is one Local for the tests that do not look at its counters.
 var (
 	sharedOnce  sync.Once
@@ -43,7 +49,7 @@ var (
 
 func sharedSandbox(t *testing.T) *Local {
 	t.Helper()
-	sharedOnce.Do(func() { sharedLocal, sharedErr = New(Options{Warn: &bytes.Buffer{}}) })
+	sharedOnce.Do(func() { sharedLocal, sharedErr = New(Options{Warn: &bytes.Buffer{}, NoFastPaths: plainPython}) })
 	if sharedErr != nil {
 		t.Fatalf("New: %v", sharedErr)
 	}

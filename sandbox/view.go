@@ -15,6 +15,7 @@ const (
 	viewRunDir   = "/sandbox" // the run's own directory: cwd, HOME, TMPDIR
 	viewBuildDir = "/build"   // the compiled program (read-only in runs)
 	viewSizeMB   = 256        // the step's writable space: /sandbox, /tmp, /dev/shm
+	viewRunSpace = "/.run"    // where that space is mounted
 )
 
 // viewBind is one host path shown inside the view, at the same path unless
@@ -138,17 +139,37 @@ func (v *view) script(s *stepSpec, uid int, argv []string, maxFetch int) []byte 
 	for _, ln := range v.links {
 		sc.Op(nsinit.OpSymlink, ln[0], ln[1])
 	}
+	sc.Op(nsinit.OpFile, "/etc/hosts", itoa(0o644), "-1", "-1", "127.0.0.1\tlocalhost\n::1\tlocalhost\n")
+	v.runSpace(&sc, s, uid)
+	sc.Op(nsinit.OpPivot, v.mount)
+	runOps(&sc, s, uid, argv, maxFetch)
+	return sc.Bytes()
+}
+
+// runSpace adds what is the step's own: one tmpfs holding its directory,
+// /tmp, /dev/shm and its user's /etc/passwd and /etc/group, each bound at
+// its place, the request's files, and a procfs of its PID namespace. A
+// fork-server run builds just this part over the server's view, so both
+// ways give the same mounts.
+func (v *view) runSpace(sc *nsinit.Script, s *stepSpec, uid int) {
+	itoa := nsinit.Itoa
 	owner := uid // -1: the init's own user (root of a user namespace)
 	shown := max(owner, 0)
-	for _, d := range []string{"/tmp", "/dev/shm"} {
-		sc.Op(nsinit.OpMkdir, d, itoa(0o1777), "-1", "-1")
-	}
-	sc.Op(nsinit.OpFile, "/etc/passwd", itoa(0o644), "-1", "-1",
+	sp := viewRunSpace
+	sc.Op(nsinit.OpRunSpace, sp, itoa(viewSizeMB))
+	sc.Op(nsinit.OpMkdir, sp+"/tmp", itoa(0o1777), "-1", "-1")
+	sc.Op(nsinit.OpMkdir, sp+"/shm", itoa(0o1777), "-1", "-1")
+	sc.Op(nsinit.OpFile, sp+"/passwd", itoa(0o644), "-1", "-1",
 		fmt.Sprintf("root:x:0:0:root:/root:/bin/sh\nsandbox:x:%d:%d:sandbox:%s:/bin/sh\n", shown, shown, viewRunDir))
-	sc.Op(nsinit.OpFile, "/etc/group", itoa(0o644), "-1", "-1", fmt.Sprintf("root:x:0:\nsandbox:x:%d:\n", shown))
-	sc.Op(nsinit.OpFile, "/etc/hosts", itoa(0o644), "-1", "-1", "127.0.0.1\tlocalhost\n::1\tlocalhost\n")
+	sc.Op(nsinit.OpFile, sp+"/group", itoa(0o644), "-1", "-1", fmt.Sprintf("root:x:0:\nsandbox:x:%d:\n", shown))
+	inView := nsinit.BindInView
+	sc.Op(nsinit.OpBind, sp+"/tmp", "/tmp", itoa(inView|nsinit.BindWritable))
+	sc.Op(nsinit.OpBind, sp+"/shm", "/dev/shm", itoa(inView|nsinit.BindWritable))
+	sc.Op(nsinit.OpBind, sp+"/passwd", "/etc/passwd", itoa(inView|nsinit.BindFile))
+	sc.Op(nsinit.OpBind, sp+"/group", "/etc/group", itoa(inView|nsinit.BindFile))
 	if s.dir == viewRunDir {
-		sc.Op(nsinit.OpMkdir, viewRunDir, itoa(0o755), itoa(owner), itoa(owner))
+		sc.Op(nsinit.OpMkdir, sp+"/sandbox", itoa(0o755), itoa(owner), itoa(owner))
+		sc.Op(nsinit.OpBind, sp+"/sandbox", viewRunDir, itoa(inView|nsinit.BindWritable))
 		names := make([]string, 0, len(s.view.files))
 		for n := range s.view.files {
 			names = append(names, n)
@@ -159,14 +180,17 @@ func (v *view) script(s *stepSpec, uid int, argv []string, maxFetch int) []byte 
 		}
 	}
 	sc.Op(nsinit.OpProc, "/proc")
-	sc.Op(nsinit.OpPivot, v.mount)
+}
+
+// runOps say what to run, as whom, and what to read back.
+func runOps(sc *nsinit.Script, s *stepSpec, uid int, argv []string, maxFetch int) {
+	itoa := nsinit.Itoa
 	gid := uid
 	sc.Op(nsinit.OpExec, append([]string{s.dir, itoa(uid), itoa(gid)}, argv...)...)
 	sc.Op(nsinit.OpEnv, s.env...)
 	if len(s.view.fetch) > 0 {
 		sc.Op(nsinit.OpFetch, append([]string{itoa(maxFetch)}, s.view.fetch...)...)
 	}
-	return sc.Bytes()
 }
 
 // reachable reports whether a user other than root can run p inside the

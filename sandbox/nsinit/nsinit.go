@@ -29,16 +29,18 @@ const (
 
 // Script operations. Each is one byte, an argument count and the arguments.
 const (
-	OpTmpfs   = 't' // path, size in MiB: the root of the view
-	OpBind    = 'b' // source, target, flags (BindWritable, BindDevice, BindFile)
-	OpMkdir   = 'd' // path, mode, uid, gid
-	OpFile    = 'f' // path, mode, uid, gid, content
-	OpSymlink = 'l' // target, path
-	OpProc    = 'p' // path: a procfs of the step's PID namespace
-	OpPivot   = 'r' // path: make it / and drop the host's tree
-	OpExec    = 'x' // dir, uid, gid (-1 keeps ours), argv...
-	OpEnv     = 'e' // the program's environment, one argument each
-	OpFetch   = 'g' // max bytes, then paths to read back after the run
+	OpTmpfs    = 't' // path, size in MiB: the root of the view
+	OpBind     = 'b' // source, target, flags (BindWritable, BindDevice, BindFile)
+	OpMkdir    = 'd' // path, mode, uid, gid
+	OpFile     = 'f' // path, mode, uid, gid, content
+	OpSymlink  = 'l' // target, path
+	OpProc     = 'p' // path: a procfs of the step's PID namespace
+	OpPivot    = 'r' // path: make it / and drop the host's tree
+	OpExec     = 'x' // dir, uid, gid (-1 keeps ours), argv...
+	OpEnv      = 'e' // the program's environment, one argument each
+	OpFetch    = 'g' // max bytes, then paths to read back after the run
+	OpKeepFds  = 'k' // fds of the init handed to the program as its fds 3, 4, ...
+	OpRunSpace = 's' // path, size in MiB: a tmpfs inside the view
 )
 
 // Bind flags.
@@ -46,6 +48,7 @@ const (
 	BindWritable = 1 << iota
 	BindDevice
 	BindFile
+	BindInView // the source is a path inside the view
 )
 
 // Report records. The init writes ReportStarted just before the program
@@ -183,6 +186,9 @@ func run() int {
 	// Nothing in the namespace may read this process's memory or fds
 	// through /proc, even where the program runs as the same user.
 	syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_DUMPABLE, 0, 0)
+	// No fd of ours, nor any our parent left open, reaches the program:
+	// it gets 0, 1, 2 and the ones the script names.
+	closeOnExecFrom(3)
 	script, err := readAll(ScriptFd)
 	syscall.Close(ScriptFd)
 	if err != nil {
@@ -202,6 +208,7 @@ func run() int {
 		dir              string
 		uid, gid         = -1, -1
 		maxFetch         int
+		files            = []uintptr{0, 1, 2}
 	)
 	for _, op := range ops {
 		a := op.Args
@@ -210,9 +217,17 @@ func run() int {
 		case OpTmpfs:
 			root = a[0]
 			err = syscall.Mount("tmpfs", root, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "size="+a[1]+"m,mode=0755")
+		case OpRunSpace:
+			if err = mkdirAll(root+a[0], 0o755, -1, -1); err == nil {
+				err = syscall.Mount("tmpfs", root+a[0], "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "size="+a[1]+"m,mode=0755")
+			}
 		case OpBind:
 			flags, _ := Atoi(a[2])
-			err = bind(a[0], root+a[1], flags)
+			src := a[0]
+			if flags&BindInView != 0 {
+				src = root + src
+			}
+			err = bind(src, root+a[1], flags)
 		case OpMkdir:
 			mode, _ := Atoi(a[1])
 			u, _ := Atoi(a[2])
@@ -244,6 +259,12 @@ func run() int {
 		case OpFetch:
 			maxFetch, _ = Atoi(a[0])
 			fetch = a[1:]
+		case OpKeepFds:
+			for _, f := range a {
+				if fd, ok := Atoi(f); ok && fd > 2 {
+					files = append(files, uintptr(fd))
+				}
+			}
 		default:
 			return fail(ReportError, "unknown operation "+string(op.Op), nil)
 		}
@@ -255,7 +276,7 @@ func run() int {
 		return fail(ReportError, "no program to run", nil)
 	}
 
-	attr := &syscall.ProcAttr{Dir: dir, Env: env, Files: []uintptr{0, 1, 2},
+	attr := &syscall.ProcAttr{Dir: dir, Env: env, Files: files,
 		Sys: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}}
 	if uid >= 0 {
 		attr.Sys.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}
@@ -300,8 +321,24 @@ func run() int {
 	return 0
 }
 
+// closeOnExecFrom marks every fd from lo up close-on-exec.
+func closeOnExecFrom(lo int) {
+	const sysCloseRange, closeRangeCloexec = 436, 4 // the same on every architecture
+	if _, _, e := syscall.RawSyscall(sysCloseRange, uintptr(lo), ^uintptr(0), closeRangeCloexec); e == 0 {
+		return
+	}
+	var rl syscall.Rlimit
+	n := uint64(1024)
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl) == nil && rl.Cur < 1<<20 {
+		n = rl.Cur
+	}
+	for fd := uintptr(lo); fd < uintptr(n); fd++ {
+		syscall.RawSyscall(syscall.SYS_FCNTL, fd, syscall.F_SETFD, syscall.FD_CLOEXEC)
+	}
+}
+
 func describe(op Record) string {
-	name := map[byte]string{OpTmpfs: "mount tmpfs", OpBind: "bind", OpMkdir: "mkdir", OpFile: "write",
+	name := map[byte]string{OpTmpfs: "mount tmpfs", OpRunSpace: "mount tmpfs", OpBind: "bind", OpMkdir: "mkdir", OpFile: "write",
 		OpSymlink: "symlink", OpProc: "mount proc", OpPivot: "pivot_root"}[op.Op]
 	if len(op.Args) > 0 && op.Op != OpPivot {
 		arg := op.Args[0]

@@ -1,0 +1,256 @@
+package sandbox
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/verl-score/verl-score/sandbox/nsinit"
+)
+
+// The Python fork server. A contained Python run costs a new interpreter
+// (about 15 ms of start-up) on top of its namespaces and view. The fork
+// server is one interpreter started once, the way every run starts it:
+// `python3 /sandbox/solution.py` in a contained step's view, with the run's
+// environment, as root of that view. forkserver.py, its user site's
+// usercustomize, stops the start-up at its very end and forks for each run.
+// The fork takes new mount, PID, IPC, UTS and network namespaces, builds
+// the run's view from the same script an init would get, becomes the run's
+// PID 1, and forks the program: it takes the run's limits, user, directory
+// and pipes, drops what the server imported, and lets the interpreter
+// finish its start-up, which opens the run's /sandbox/solution.py and runs
+// it as __main__. What the program sees is what a plain start shows it;
+// the tests compare the two (TestForkServerLooksLikeAPlainStart).
+//
+// It runs where the full containment does (root, the filesystem view);
+// elsewhere, with Options.NoFastPaths, or when it fails, runs start the
+// plain way.
+
+//go:embed forkserver.py
+var forkServerSource string
+
+// opRlimits is the fork server's extra script record: the program's limits
+// in the kernel's units, in the order of Local.rlimits.
+const opRlimits = 'u'
+
+// forkServer is one running server; a Local has one per stack limit,
+// since the stack limit at exec shapes the address space.
+type forkServer struct {
+	ctl    int      // our end of the SOCK_SEQPACKET control socket
+	env    []string // the environment it started with, and its runs get
+	pgid   int
+	dead   atomic.Bool
+	exited chan struct{}
+	stderr *cappedBuffer
+}
+
+// forkServers is the Local's set of servers.
+type forkServers struct {
+	mu       sync.Mutex
+	servers  map[int]*forkServer // by stack MiB
+	failed   string              // why the server could not be used; "" if it could
+	userSite string
+}
+
+// ForkServerState says which path Python runs take here: "fork server"
+// once one has served, the reason for a plain start otherwise.
+func (l *Local) ForkServerState() (using bool, detail string) {
+	f := &l.forks
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case l.opts.NoFastPaths:
+		return false, "turned off"
+	case !l.iso.contained || !l.iso.perRunUser:
+		return false, "needs the filesystem view and a per-run user (root)"
+	case l.tools["python3"] == "":
+		return false, "no python3"
+	case f.failed != "":
+		return false, f.failed
+	}
+	return true, "runs fork from a pre-started " + l.tools["python3"]
+}
+
+// forkServer returns the server for steps with these limits, starting it
+// on first use; nil where runs start the plain way.
+func (l *Local) forkServer(lim limits) *forkServer {
+	if l.opts.NoFastPaths || !l.iso.contained || !l.iso.perRunUser {
+		return nil
+	}
+	f := &l.forks
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failed != "" {
+		return nil
+	}
+	if fs := f.servers[lim.stackMB]; fs != nil {
+		if !fs.dead.Load() {
+			return fs
+		}
+		delete(f.servers, lim.stackMB)
+		l.warn("forkserver-died", "the Python fork server ended ("+strings.TrimSpace(fs.stderr.String(""))+"); starting another")
+	}
+	fs, err := l.startForkServer(lim)
+	if err != nil {
+		f.failed = err.Error()
+		l.warn("forkserver", "Python runs start the plain way: the fork server could not start: "+f.failed)
+		return nil
+	}
+	if f.servers == nil {
+		f.servers = map[int]*forkServer{}
+	}
+	f.servers[lim.stackMB] = fs
+	return fs
+}
+
+// startForkServer starts a server under the stack limit of lim.
+func (l *Local) startForkServer(lim limits) (*forkServer, error) {
+	f := &l.forks
+	if f.userSite == "" {
+		// Where site looks for usercustomize with the runs' HOME.
+		c := exec.Command(l.tools["python3"], "-c", "import site; print(site.getusersitepackages())")
+		c.Env = []string{"HOME=" + viewRunDir}
+		out, err := c.Output()
+		site, ok := strings.CutPrefix(strings.TrimSpace(string(out)), viewRunDir+"/")
+		if err != nil || !ok {
+			return nil, fmt.Errorf("ask python3 for its user site: %v %q", err, out)
+		}
+		f.userSite = site
+	}
+	spec := languages["python"]
+	s := stepSpec{
+		dir:  viewRunDir,
+		env:  l.env(viewRunDir, spec.env),
+		argv: spec.run(l, viewRunDir, "", 0),
+	}
+	s.view.files = map[string][]byte{f.userSite + "/usercustomize.py": []byte(forkServerSource)}
+	var sc nsinit.Script
+	sc.Op(nsinit.OpKeepFds, "5")
+	script := append(l.view.script(&s, -1, l.wrap(s.argv, limits{stackMB: lim.stackMB}), 0), sc.Bytes()...)
+
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	theirs := os.NewFile(uintptr(fds[1]), "fork server control")
+	defer theirs.Close()
+	cmd, report, err := l.initCommand(script, l.stepAttr(-1), theirs)
+	if err != nil {
+		syscall.Close(fds[0])
+		return nil, err
+	}
+	fs := &forkServer{ctl: fds[0], env: s.env, exited: make(chan struct{}), stderr: &cappedBuffer{max: 64 << 10}}
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		syscall.Close(fds[0])
+		return nil, err
+	}
+	defer stdinR.Close()
+	stdinW.Close() // the server never reads its stdin, nor do runs inherit it
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		syscall.Close(fds[0])
+		return nil, err
+	}
+	defer errW.Close()
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, errW, errW
+	err = cmd.Start()
+	report.started(err == nil)
+	if err != nil {
+		errR.Close()
+		syscall.Close(fds[0])
+		return nil, fmt.Errorf("start: %w", err)
+	}
+	fs.pgid = cmd.Process.Pid
+	go fs.stderr.drain(errR)
+	go func() {
+		cmd.Wait()
+		fs.dead.Store(true)
+		report.close()
+		close(fs.exited)
+	}()
+	return fs, nil
+}
+
+// start sends one step to the server: its script, its stdio, the pipe its
+// init reports on, and the pipe whose closing kills it.
+func (fs *forkServer) start(s *stepSpec, script []byte, stdin, stdout, stderr *os.File) (*stepProc, error) {
+	if fs.dead.Load() {
+		return nil, errForkLost
+	}
+	if !slices.Equal(s.env, fs.env) {
+		return nil, errors.New("the run's environment is not the fork server's")
+	}
+	var pipes [6]*os.File // script, report, kill: read and write ends
+	for i := 0; i < len(pipes); i += 2 {
+		r, w, err := os.Pipe()
+		if err != nil {
+			for _, f := range pipes[:i] {
+				f.Close()
+			}
+			return nil, fmt.Errorf("create pipe: %w", err)
+		}
+		pipes[i], pipes[i+1] = r, w
+	}
+	scriptR, scriptW, repR, repW, killR, killW := pipes[0], pipes[1], pipes[2], pipes[3], pipes[4], pipes[5]
+	rights := syscall.UnixRights(int(scriptR.Fd()), int(stdin.Fd()), int(stdout.Fd()), int(stderr.Fd()), int(repW.Fd()), int(killR.Fd()))
+	err := syscall.Sendmsg(fs.ctl, []byte{'r'}, rights, nil, 0)
+	scriptR.Close()
+	repW.Close()
+	killR.Close()
+	if err != nil {
+		fs.dead.Store(true)
+		scriptW.Close()
+		repR.Close()
+		killW.Close()
+		return nil, errForkLost
+	}
+	go func() {
+		scriptW.Write(script)
+		scriptW.Close()
+	}()
+	rep := newInitReport(repR)
+	rep.started(true)
+	var once sync.Once
+	return &stepProc{done: rep.eof, report: rep, forked: true, kill: func() { once.Do(func() { killW.Close() }) }}, nil
+}
+
+// forkScript is the script of a step the fork server runs: the step's own
+// space over the server's view, the unwrapped program, and its limits.
+func (l *Local) forkScript(s *stepSpec, uid int) []byte {
+	var sc nsinit.Script
+	l.view.runSpace(&sc, s, uid)
+	runOps(&sc, s, uid, s.argv, l.opts.MaxOutputBytes)
+	lim := l.rlimits(s.lim)
+	args := make([]string, len(lim))
+	for i, v := range lim {
+		args[i] = nsinit.Itoa(int(v))
+	}
+	sc.Op(opRlimits, args...)
+	return sc.Bytes()
+}
+
+// close ends every server: each sees its control socket close and exits,
+// which ends its namespace and whatever was left in it.
+func (f *forkServers) close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, fs := range f.servers {
+		syscall.Close(fs.ctl)
+		select {
+		case <-fs.exited:
+		case <-time.After(2 * time.Second):
+			syscall.Kill(-fs.pgid, syscall.SIGKILL)
+			<-fs.exited
+		}
+	}
+	f.servers = nil
+}

@@ -1,0 +1,419 @@
+# verl-score's Python fork server (see forkserver.go). The interpreter is
+# started exactly as a contained run starts it, `python3 /sandbox/solution.py`
+# with the run's environment, in the run's view, and this file is its user
+# site's usercustomize: the last thing a plain start does before it runs the
+# main file. Here the server waits for runs. For each it forks the run's
+# PID 1, which takes the run's namespaces and its own space in the view, and
+# forks the program. The program takes the run's limits, user, directory and
+# pipes, puts back what a plain start has (modules, sys.path, import
+# caches), and then fails this import the way a missing usercustomize
+# fails, so the interpreter goes on as it would have: it opens
+# /sandbox/solution.py, now the run's file, and runs it as __main__ with
+# nothing of ours on the stack.
+
+
+def _server():
+    import os
+    import sys
+
+    def statm_vsize():
+        fd = os.open("/proc/self/statm", os.O_RDONLY)
+        try:
+            return int(os.read(fd, 64).split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        finally:
+            os.close(fd)
+
+    plain_modules = set(sys.modules)
+    plain_importers = set(sys.path_importer_cache)
+    plain_vsize = statm_vsize()
+    user_site = os.path.dirname(os.path.abspath(__file__))
+
+    import _socket
+    import ctypes
+    import gc
+    import resource
+    import select
+    import time
+
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    NEWNS, NEWUTS, NEWIPC, NEWPID, NEWNET = 0x20000, 0x4000000, 0x8000000, 0x20000000, 0x40000000
+    MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+    MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE, MNT_DETACH = 0x20, 0x1000, 0x4000, 0x40000, 2
+    PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4
+    BIND_WRITABLE, BIND_DEVICE, BIND_FILE, BIND_IN_VIEW = 1, 2, 4, 8
+    SIGKILL = 9
+
+    def check(rc, what):
+        if rc != 0:
+            e = ctypes.get_errno()
+            raise OSError(e, what + ": " + os.strerror(e))
+
+    def mount(src, dst, fstype, flags, data):
+        check(libc.mount(src, dst, fstype, ctypes.c_ulong(flags), data), "mount " + os.fsdecode(dst))
+
+    # --- nsinit's record format (scripts and reports) ---------------------
+    def uvarint(b, i):
+        v = shift = 0
+        while True:
+            c = b[i]
+            i += 1
+            v |= (c & 0x7F) << shift
+            if c < 0x80:
+                return v, i
+            shift += 7
+
+    def records(b):
+        out, i = [], 0
+        while i < len(b):
+            op = b[i]
+            n, i = uvarint(b, i + 1)
+            args = []
+            for _ in range(n):
+                size, i = uvarint(b, i)
+                args.append(b[i:i + size])
+                i += size
+            out.append((chr(op), args))
+        return out
+
+    def put_uvarint(out, v):
+        while v >= 0x80:
+            out.append((v & 0x7F) | 0x80)
+            v >>= 7
+        out.append(v)
+
+    def record(op, *args):
+        out = bytearray([ord(op)])
+        put_uvarint(out, len(args))
+        for a in args:
+            if isinstance(a, int):
+                a = str(a).encode()
+            put_uvarint(out, len(a))
+            out += a
+        return bytes(out)
+
+    def write_all(fd, b):
+        while b:
+            b = b[os.write(fd, b):]
+
+    def read_all(fd, limit=1 << 40):
+        chunks, size = [], 0
+        while True:
+            c = os.read(fd, 1 << 16)
+            if not c:
+                return b"".join(chunks)
+            chunks.append(c)
+            size += len(c)
+            if size > limit:
+                raise OSError(27, "file too large")
+
+    # --- the run's own space, as nsinit builds it --------------------------
+    def mkdir_all(p, mode, uid, gid):
+        if os.path.isdir(p):
+            return
+        parent = os.path.dirname(p)
+        if parent not in (p, b"/"):
+            mkdir_all(parent, 0o755, -1, -1)
+        try:
+            os.mkdir(p, mode)
+        except FileExistsError:
+            pass
+        os.chmod(p, mode)
+        if uid >= 0:
+            os.lchown(p, uid, gid)
+
+    def write_file(p, mode, uid, gid, data):
+        mkdir_all(os.path.dirname(p), 0o755, uid, gid)
+        fd = os.open(p, os.O_CREAT | os.O_TRUNC | os.O_WRONLY | os.O_CLOEXEC | os.O_NOFOLLOW, mode)
+        try:
+            write_all(fd, data)
+            os.fchmod(fd, mode)
+            if uid >= 0:
+                os.fchown(fd, uid, gid)
+        finally:
+            os.close(fd)
+
+    def bind(src, dst, flags):
+        mount(src, dst, None, MS_BIND, None)
+        # Binds of the run's space: its tmpfs is nosuid and nodev.
+        mf = MS_NOSUID | MS_NODEV
+        mf |= MS_NOEXEC if flags & BIND_DEVICE else MS_NODEV
+        if not flags & BIND_WRITABLE:
+            mf |= MS_RDONLY
+        mount(b"", dst, None, MS_BIND | MS_REMOUNT | mf, None)
+
+    def build_space(ops):
+        """Replaces the server's own space with the run's; returns what
+        the run needs."""
+        run = {"proc": None, "limits": None}
+        # The server's space goes first, so that the mount table is the
+        # one a plain start's init builds.
+        for op, a in reversed(ops):
+            if op in "sp" or (op == "b" and int(a[2]) & BIND_IN_VIEW):
+                check(libc.umount2(a[1] if op == "b" else a[0], MNT_DETACH), "unmount the server's " + os.fsdecode(a[0]))
+        for op, a in ops:
+            if op == "s":
+                mount(b"tmpfs", a[0], b"tmpfs", MS_NOSUID | MS_NODEV, b"size=" + a[1] + b"m,mode=0755")
+            elif op == "b":
+                if not int(a[2]) & BIND_IN_VIEW:
+                    raise OSError(22, "a fork-server run binds nothing of the host")
+                bind(a[0], a[1], int(a[2]))
+            elif op == "d":
+                mode, uid = int(a[1]), int(a[2])
+                os.mkdir(a[0], mode)  # in the new tmpfs: its parent is there
+                os.chmod(a[0], mode)
+                if uid >= 0:
+                    os.lchown(a[0], uid, int(a[3]))
+            elif op == "f":
+                write_file(a[0], int(a[1]), int(a[2]), int(a[3]), a[4])
+            elif op == "p":
+                run["proc"] = a[0]
+            elif op == "x":
+                run["dir"], run["uid"], run["gid"] = a[0], int(a[1]), int(a[2])
+                if a[3:] != [os.fsencode(x) for x in sys.orig_argv]:
+                    raise OSError(22, "the run's command is not this server's")
+            elif op == "e":
+                pass  # the caller starts a server with the runs' environment
+            elif op == "g":
+                raise OSError(22, "a fork-server run fetches no files")
+            elif op == "u":
+                run["limits"] = [int(x) for x in a]
+            else:
+                raise OSError(22, "unknown operation " + op)
+        if run["limits"] is None or "uid" not in run or run["uid"] < 0:
+            raise OSError(22, "the script has no limits, program or user")
+        return run
+
+    RLIMITS = (resource.RLIMIT_CPU, resource.RLIMIT_FSIZE, resource.RLIMIT_NOFILE, resource.RLIMIT_AS,
+               resource.RLIMIT_DATA, resource.RLIMIT_STACK, resource.RLIMIT_NPROC)
+
+    def become_program(run, stdio):
+        """The run's program: this process, once it is what a plain start
+        of it would be. Returns to the interpreter's start-up."""
+        for i, fd in enumerate(stdio):
+            os.dup2(fd, i)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        for which, v in zip(RLIMITS, run["limits"]):
+            if v > 0:
+                if which == resource.RLIMIT_AS:
+                    v += extra_vsize
+                resource.setrlimit(which, (v, v))
+        os.umask(0o022)
+        os.setgroups([])
+        os.setgid(run["gid"])
+        os.setuid(run["uid"])
+        libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
+        libc.prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0)
+        os.chdir(run["dir"])
+        os.closerange(3, 1 << 20)
+        for name in extra_modules:
+            sys.modules.pop(name, None)
+        for key in list(sys.path_importer_cache):
+            if key not in plain_importers:
+                del sys.path_importer_cache[key]
+        if user_site in sys.path:
+            sys.path.remove(user_site)
+        # The start-up's objects stay frozen: the program's collections
+        # and its exit then leave them (and their pages) alone. __main__
+        # must be new, though: a frozen module dict outlives the module at
+        # exit, and the __del__ of what the program left in it would not
+        # run. The new one has the old one's names, in their order.
+        old = sys.modules["__main__"]
+        main = type(sys)("__main__")
+        for k, v in old.__dict__.items():
+            main.__dict__[k] = {} if k == "__annotations__" else v
+        sys.modules["__main__"] = main
+
+    def close_all_but(keep):
+        lo = 3
+        for fd in sorted(keep):
+            if fd > lo:
+                os.closerange(lo, fd)
+            lo = max(lo, fd + 1)
+        os.closerange(lo, 1 << 20)
+
+    # A run's network namespace is empty and its program cannot change
+    # it (that takes CAP_NET_ADMIN); once every process of the run has
+    # ended it holds nothing of the run, so it is handed to the next run
+    # instead of being made anew (which costs more than the rest of the
+    # namespaces together). No two runs ever hold one at once.
+    free_netns = []
+
+    def new_netns():
+        ready_r, ready_w = os.pipe()
+        hold_r, hold_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(ready_r)
+                os.close(hold_w)
+                check(libc.unshare(NEWNET), "unshare")
+                os.write(ready_w, b"y")
+                os.read(hold_r, 1)  # until the server holds the namespace
+            finally:
+                os._exit(0)
+        os.close(ready_w)
+        os.close(hold_r)
+        try:
+            if os.read(ready_r, 1) != b"y":
+                raise OSError(1, "could not make a network namespace")
+            return os.open("/proc/%d/ns/net" % pid, os.O_RDONLY | os.O_CLOEXEC)
+        finally:
+            os.close(ready_r)
+            os.close(hold_w)
+            os.waitpid(pid, 0)
+
+    def program(fds):
+        """The run's program, PID 2 of its namespaces: it takes the rest of
+        them and its own space in the view, and becomes what a plain start
+        would be. Returns True once it has."""
+        script_fd, stdin, stdout, stderr, rep, netns = fds
+        close_all_but(fds)
+        try:
+            ops = records(read_all(script_fd))
+            os.close(script_fd)
+            check(libc.setns(netns, NEWNET), "enter the network namespace")
+            os.close(netns)
+            check(libc.unshare(NEWNS | NEWUTS | NEWIPC), "unshare")
+            mount(None, b"/", None, MS_REC | MS_PRIVATE, None)
+            run = build_space(ops)
+            if run["proc"] is not None:
+                mount(b"proc", run["proc"], b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+        except Exception as e:
+            write_all(rep, record("E", str(e).encode()))
+            os._exit(111)
+        try:
+            write_all(rep, record("S"))
+            become_program(run, (stdin, stdout, stderr))
+            return True
+        except BaseException as e:
+            write_all(rep, record("X", ("exception on running command: %s" % e).encode()))
+            os._exit(111)
+
+    # --- serving ----------------------------------------------------------
+    # Each request brings six fds: the script, the program's stdin, stdout
+    # and stderr, the report pipe and the kill pipe. For each the server
+    # forks the run's PID 1 (a reaper) and its program. When the program
+    # ends the server kills the reaper, which ends the namespace; once both
+    # are reaped it reports the program's status and closes the report
+    # pipe, whose end of file tells the caller that nothing of the run is
+    # left. The kill pipe's closing ends the run at once.
+    ctl = _socket.socket(fileno=3)
+    os.set_inheritable(3, False)
+    REAPER = [b"/bin/sleep", b"infinity"]
+    own_pidns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+    poll = select.poll()
+    poll.register(3, select.POLLIN)
+    watched = {}  # fd -> (run, what)
+    fd_size = 4
+
+    def unwatch(fd):
+        del watched[fd]
+        poll.unregister(fd)
+        os.close(fd)
+
+    def start(fds):
+        script_fd, stdin, stdout, stderr, rep, kill = fds
+        reaper_pid = netns = None
+        try:
+            netns = free_netns.pop() if free_netns else new_netns()
+            # A new PID namespace for the run, ours again for the next one.
+            check(libc.setns(own_pidns, NEWPID), "setns")
+            check(libc.unshare(NEWPID), "unshare")
+            # PID 1 of the namespace only waits: what the program leaves
+            # behind stays there until the namespace ends with it.
+            reaper_pid = os.posix_spawn(REAPER[0], REAPER, {}, setpgroup=0)
+            t0 = time.monotonic_ns()
+            pid = os.fork()
+        except OSError as e:
+            write_all(rep, record("E", ("fork server: %s" % e).encode()))
+            if reaper_pid is not None:
+                os.kill(reaper_pid, SIGKILL)
+                os.waitpid(reaper_pid, 0)
+            if netns is not None:
+                free_netns.append(netns)
+            for fd in fds:
+                os.close(fd)
+            return False
+        if pid == 0:
+            ctl.detach()
+            return program([script_fd, stdin, stdout, stderr, rep, netns])
+        os.setpgid(pid, reaper_pid)
+        for fd in (script_fd, stdin, stdout, stderr):
+            os.close(fd)
+        run = {"reaper": reaper_pid, "pid": pid, "t0": t0, "rep": rep, "kill": kill, "left": 2, "status": None, "netns": netns}
+        for fd, what in ((os.pidfd_open(reaper_pid), "reaper"), (os.pidfd_open(pid), "pid"), (kill, "kill")):
+            watched[fd] = (run, what)
+            poll.register(fd, select.POLLIN)
+
+    def event(fd):
+        run, what = watched[fd]
+        unwatch(fd)
+        if what == "kill":
+            run["kill"] = None
+            os.kill(run["reaper"], SIGKILL)  # not reaped yet: still ours
+            return
+        _, status = os.waitpid(run[what], 0)
+        if what == "pid":
+            run["status"], run["elapsed"] = status, time.monotonic_ns() - run["t0"]
+            os.kill(run["reaper"], SIGKILL)
+        run["left"] -= 1
+        if run["left"] == 0:
+            if run["status"] is not None:
+                write_all(run["rep"], record("R", run["status"], run["elapsed"]))
+            os.close(run["rep"])
+            free_netns.append(run["netns"])
+            if run["kill"] is not None:
+                unwatch(run["kill"])
+
+    # What the server made stays alive, so that a program's exit does not
+    # free it (copying its pages), and frozen, out of every collection's
+    # way (see become_program).
+    # What the server imported is mapped in a program too and would not be
+    # in a plain start: its address-space limit allows for it.
+    extra_vsize = max(0, statm_vsize() - plain_vsize)
+    extra_modules = [name for name in sys.modules if name not in plain_modules]
+    keep = [locals(), globals(), sys.modules[__name__]]
+    keep.append(keep)
+    gc.freeze()
+    while True:
+        for fd, _ in poll.poll():
+            if fd != 3:
+                if fd in watched:
+                    event(fd)
+                continue
+            msg, anc, _, _ = ctl.recvmsg(16, _socket.CMSG_SPACE(6 * fd_size))
+            if not msg:
+                os._exit(0)
+            fds = []
+            for level, kind, data in anc:
+                if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+                    fds += [int.from_bytes(data[i:i + fd_size], sys.byteorder)
+                            for i in range(0, len(data) - len(data) % fd_size, fd_size)]
+            if len(fds) != 6:
+                for fd in fds:
+                    os.close(fd)
+                continue
+            for fd in fds:
+                os.set_inheritable(fd, False)  # the reapers get none
+            if start(fds):
+                return True
+
+
+def _guarded():
+    # Nothing but a run's program, set up, may go on to run the main file:
+    # the server and the run's PID 1 end here whatever happens.
+    try:
+        if _server() is True:
+            return
+    except BaseException:
+        import traceback, os
+        os.write(2, traceback.format_exc().encode())
+    import os
+    os._exit(111)
+
+
+_guarded()
+# Only a run's program gets here. A plain start finds no usercustomize;
+# neither does it.
+raise ImportError("No module named 'usercustomize'", name="usercustomize")

@@ -1,0 +1,172 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// A precompiled bits/stdc++.h. Most competitive-programming C++ includes
+// it, and parsing it is most of such a compile. GCC uses
+// <dir>/bits/stdc++.h.gch in place of the header when <dir> comes first
+// on the include path and the .gch was built with the same options;
+// otherwise it quietly reads the header beside it, a copy of the real one,
+// so a program compiles to the same thing either way. The .gch is built
+// once per machine and compiler (by the user running verl-score: it reads
+// only the system's header) and kept beside the Go build cache.
+
+// pchViewDir is where compiles see the header's directory in their view.
+const pchViewDir = "/pch"
+
+// cppFlags are the options of the C++ compile that the .gch must share.
+var cppFlags = []string{"-std=c++17", "-O2"}
+
+type pchState struct {
+	once   sync.Once
+	mu     sync.Mutex
+	dir    string // holds bits/stdc++.h and bits/stdc++.h.gch, once built
+	detail string // what doctor says of it
+	done   chan struct{}
+}
+
+// cppPCH returns the include directory with the precompiled header, or ""
+// while it is being built (in the background, on first use) or where it
+// cannot be.
+func (l *Local) cppPCH() string {
+	p := &l.pch
+	if l.opts.NoFastPaths || l.tools["g++"] == "" {
+		return ""
+	}
+	p.once.Do(func() {
+		p.done = make(chan struct{})
+		p.detail = "being built"
+		go func() {
+			defer close(p.done)
+			dir, err := buildPCH(l.tools["g++"], pchCacheDir(l.opts.TempDir))
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if err != nil {
+				p.detail = "plain compiles: " + err.Error()
+				return
+			}
+			if !l.iso.contained && l.iso.perRunUser && !reachableByOthers(filepath.Join(dir, "bits", "stdc++.h.gch")) {
+				p.detail = "plain compiles: " + dir + " is not reachable by the per-run users without the filesystem view"
+				return
+			}
+			p.dir, p.detail = dir, "precompiled bits/stdc++.h in "+dir
+		}()
+	})
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dir
+}
+
+// waitPCH waits until the precompiled header is built or has failed.
+func (l *Local) waitPCH(ctx context.Context) {
+	l.cppPCH()
+	if l.pch.done == nil {
+		return
+	}
+	select {
+	case <-l.pch.done:
+	case <-ctx.Done():
+	}
+}
+
+// PCHState says how C++ compiles here: with the precompiled header, or why
+// not.
+func (l *Local) PCHState() (using bool, detail string) {
+	switch {
+	case l.opts.NoFastPaths:
+		return false, "turned off"
+	case l.tools["g++"] == "":
+		return false, "no g++"
+	}
+	l.pch.mu.Lock()
+	defer l.pch.mu.Unlock()
+	return l.pch.dir != "", l.pch.detail
+}
+
+// pchCacheDir is the parent of the precompiled headers, beside the Go
+// build cache.
+func pchCacheDir(tempDir string) string {
+	return filepath.Join(filepath.Dir(goCacheDir(tempDir)), "pch")
+}
+
+// buildPCH returns the directory of the precompiled header for gxx,
+// building it under cache if it is not there yet.
+func buildPCH(gxx, cache string) (string, error) {
+	// The header the compiler would include, found as the compiler finds it.
+	c := exec.Command(gxx, append(append([]string{}, cppFlags...), "-x", "c++", "-M", "-")...)
+	c.Stdin = strings.NewReader("#include <bits/stdc++.h>\n")
+	out, err := c.Output()
+	if err != nil {
+		return "", fmt.Errorf("find bits/stdc++.h: %v", err)
+	}
+	var header string
+	for _, f := range strings.Fields(string(out)) {
+		if strings.HasSuffix(f, "/bits/stdc++.h") {
+			header = f
+			break
+		}
+	}
+	if header == "" {
+		return "", fmt.Errorf("%s includes no bits/stdc++.h", gxx)
+	}
+	text, err := os.ReadFile(header)
+	if err != nil {
+		return "", err
+	}
+	version, err := exec.Command(gxx, "--version").Output()
+	if err != nil {
+		return "", fmt.Errorf("%s --version: %v", gxx, err)
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00", gxx, version, strings.Join(cppFlags, " "), header)
+	h.Write(text)
+	dir := filepath.Join(cache, hex.EncodeToString(h.Sum(nil))[:20])
+	if _, err := os.Stat(filepath.Join(dir, "bits", "stdc++.h.gch")); err == nil {
+		return dir, nil
+	}
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp(cache, ".build-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return "", err
+	}
+	bits := filepath.Join(tmp, "bits")
+	if err := os.Mkdir(bits, 0o755); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(bits, "stdc++.h"), text, 0o644); err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	args := append(append([]string{}, cppFlags...), "-x", "c++-header", filepath.Join(bits, "stdc++.h"), "-o", filepath.Join(bits, "stdc++.h.gch"))
+	if out, err := exec.CommandContext(ctx, gxx, args...).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("precompile %s: %v: %s", header, err, strings.TrimSpace(string(out)))
+	}
+	if err := os.Chmod(filepath.Join(bits, "stdc++.h.gch"), 0o644); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		if _, serr := os.Stat(filepath.Join(dir, "bits", "stdc++.h.gch")); serr == nil {
+			return dir, nil // another process built it first
+		}
+		return "", err
+	}
+	return dir, nil
+}
