@@ -21,6 +21,7 @@ type doctorOptions struct {
 	// toolchains and protections probe the host; tests may replace them.
 	toolchains  func() []sandbox.Toolchain
 	protections func() []sandbox.Protection
+	fastPaths   func() []sandbox.Protection
 }
 
 func newDoctorCmd(s Streams) *cobra.Command {
@@ -28,6 +29,7 @@ func newDoctorCmd(s Streams) *cobra.Command {
 		Out:         s.Out,
 		toolchains:  sandbox.Toolchains,
 		protections: sandbox.Protections,
+		fastPaths:   sandbox.FastPaths,
 	}
 	c := &cobra.Command{
 		Use:   "doctor",
@@ -35,8 +37,10 @@ func newDoctorCmd(s Streams) *cobra.Command {
 		Long: `Doctor reports what the local sandbox finds on this machine: for each
 language, the program it would run with its path and version, and which
 containment measures the host allows (network namespace, per-run user,
-resource limits, ...). A missing toolchain means requests in that language
-get a SandboxError (verdict -1) instead of a real verdict.
+resource limits, ...), and which fast paths runs take (Python forked from
+a pre-started interpreter, C++ against a precompiled bits/stdc++.h; both
+give the plain way's answers). A missing toolchain means requests in that
+language get a SandboxError (verdict -1) instead of a real verdict.
 
 EXIT STATUS
   0  report written (whatever it says)
@@ -61,6 +65,7 @@ type doctorReport struct {
 	CPUs        int                `json:"cpus"`
 	Toolchains  []doctorToolchain  `json:"toolchains"`
 	Protections []doctorProtection `json:"protections"`
+	FastPaths   []doctorProtection `json:"fast_paths"`
 }
 
 type doctorToolchain struct {
@@ -85,6 +90,7 @@ func runDoctor(_ context.Context, opts *doctorOptions) error {
 		CPUs:        runtime.NumCPU(),
 		Toolchains:  []doctorToolchain{},
 		Protections: []doctorProtection{},
+		FastPaths:   []doctorProtection{},
 	}
 	for _, t := range opts.toolchains() {
 		rep.Toolchains = append(rep.Toolchains, doctorToolchain{
@@ -93,6 +99,11 @@ func runDoctor(_ context.Context, opts *doctorOptions) error {
 	}
 	for _, p := range opts.protections() {
 		rep.Protections = append(rep.Protections, doctorProtection{Name: p.Name, Available: p.Available, Detail: p.Detail})
+	}
+	if opts.fastPaths != nil {
+		for _, p := range opts.fastPaths() {
+			rep.FastPaths = append(rep.FastPaths, doctorProtection{Name: p.Name, Available: p.Available, Detail: p.Detail})
+		}
 	}
 	if opts.JSON {
 		enc := json.NewEncoder(opts.Out)
@@ -123,6 +134,13 @@ func writeDoctorTable(out io.Writer, rep doctorReport) error {
 	fmt.Fprintln(tw, "PROTECTION\tAVAILABLE\tDETAIL")
 	for _, p := range rep.Protections {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Name, yesNo(p.Available), p.Detail)
+	}
+	if len(rep.FastPaths) > 0 {
+		fmt.Fprintln(tw)
+		fmt.Fprintln(tw, "FAST PATH\tIN USE\tDETAIL")
+		for _, p := range rep.FastPaths {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Name, yesNo(p.Available), p.Detail)
+		}
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write report: %w", err)

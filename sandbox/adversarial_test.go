@@ -34,7 +34,7 @@ func runCode(t *testing.T, l *Local, lang, code string, runTimeout float64, memM
 
 // stepProcesses lists the live processes running as one of this process's
 // step users.
-func stepProcesses(t *testing.T) []int {
+func stepProcesses(t testing.TB) []int {
 	t.Helper()
 	base := uint32(0x40000000) | uint32(os.Getpid()&0x3FFFFF)<<8
 	d, err := os.Open("/proc")

@@ -2,31 +2,39 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/verl-score/verl-score/sandboxclient"
 )
 
-// BenchmarkPythonThroughput runs trivial Python cases through Local and,
-// in the same benchmark, bare `/usr/bin/python3 -c pass` starts, both with
-// the Local's concurrency, and reports both rates and their ratio.
+// BenchmarkPythonThroughput runs trivial Python cases through a Local with
+// the fork server, through one that starts each run plainly, and bare
+// `/usr/bin/python3 -c pass` starts, all at the Local's concurrency and
+// interleaved, and reports the three rates and the fork server's ratio to
+// each of the others.
 func BenchmarkPythonThroughput(b *testing.B) {
-	l := newLocal(b, Options{})
-	py := l.tools["python3"]
+	fast := newLocal(b, Options{})
+	plain := newLocal(b, Options{NoFastPaths: true})
+	py := fast.tools["python3"]
 	if py == "" {
 		b.Skip("python3 not installed")
 	}
-	workers := l.opts.Concurrency
+	workers := fast.opts.Concurrency
 	in := "hi"
 	req := &sandboxclient.Request{Language: "python", Code: "print(input())", Stdin: &in, RunTimeout: 10, MemoryLimitMB: 1024}
 
-	// Interleave rounds of both so that a noisy machine hurts both alike.
-	const round = 8
-	var localTime, bareTime time.Duration
-	var localN, bareN int
+	// Interleave rounds of all three so that a noisy machine hurts them alike.
+	const round = 16
+	var fastT, plainT, bareT time.Duration
+	n := 0
 	parallel := func(n int, f func() error) time.Duration {
 		start := time.Now()
 		var wg sync.WaitGroup
@@ -49,25 +57,29 @@ func BenchmarkPythonThroughput(b *testing.B) {
 		wg.Wait()
 		return time.Since(start)
 	}
-	b.ResetTimer()
-	for done := 0; done < b.N; done += round {
-		localTime += parallel(round, func() error {
+	through := func(l *Local) func() error {
+		return func() error {
 			resp, err := l.Run(context.Background(), req)
 			if err == nil && (resp.Status != sandboxclient.StatusSuccess || resp.RunResult.Stdout != "hi\n") {
 				b.Errorf("got %s", respText(resp, nil))
 			}
 			return err
-		})
-		localN += round
-		bareTime += parallel(round, func() error { return exec.Command(py, "-c", "pass").Run() })
-		bareN += round
+		}
+	}
+	through(fast)() // start the fork server
+	b.ResetTimer()
+	for ; n < b.N; n += round {
+		fastT += parallel(round, through(fast))
+		plainT += parallel(round, through(plain))
+		bareT += parallel(round, func() error { return exec.Command(py, "-c", "pass").Run() })
 	}
 	b.StopTimer()
-	localRate := float64(localN) / localTime.Seconds()
-	bareRate := float64(bareN) / bareTime.Seconds()
-	b.ReportMetric(localRate, "cases/s")
+	fastRate, plainRate, bareRate := float64(n)/fastT.Seconds(), float64(n)/plainT.Seconds(), float64(n)/bareT.Seconds()
+	b.ReportMetric(fastRate, "cases/s-fork")
+	b.ReportMetric(plainRate, "cases/s-plain")
 	b.ReportMetric(bareRate, "bare-starts/s")
-	b.ReportMetric(localRate/bareRate, "ratio")
+	b.ReportMetric(fastRate/bareRate, "fork/bare")
+	b.ReportMetric(fastRate/plainRate, "fork/plain")
 }
 
 // BenchmarkCppCompileOnce runs a C++ solution against 20 cases: it is
@@ -212,3 +224,110 @@ int main() {
     return 0;
 }
 `
+
+// BenchmarkPythonMemory runs eight sleeping Python cases at once, with the
+// fork server and with plain starts, and reports the memory of each
+// in-flight case: the RSS and the PSS (shared pages divided among their
+// sharers) of the program and of the run's PID 1 (nsinit in a plain start,
+// a sleeping reaper beside a forked program), read from smaps_rollup while
+// they sleep.
+func BenchmarkPythonMemory(b *testing.B) {
+	const n = 8
+	for _, mode := range []struct {
+		name  string
+		plain bool
+	}{{"fork", false}, {"plain", true}} {
+		l := newLocal(b, Options{Concurrency: n, NoFastPaths: mode.plain})
+		if !l.iso.contained || !l.iso.perRunUser {
+			b.Skip("needs the full containment")
+		}
+		var rss, pss, cases float64
+		for range b.N {
+			var wg sync.WaitGroup
+			for range n {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					resp, err := l.Run(context.Background(), &sandboxclient.Request{Language: "python",
+						Code: "import time\nprint('up', flush=True)\ntime.sleep(1.5)", RunTimeout: 10, MemoryLimitMB: 1024})
+					if err != nil || resp.RunResult == nil || resp.RunResult.Stdout != "up\n" {
+						b.Errorf("got %s", respText(resp, err))
+					}
+				}()
+			}
+			time.Sleep(700 * time.Millisecond)
+			r, p, c := inFlightMemory(b)
+			rss, pss, cases = rss+r, pss+p, cases+float64(c)
+			wg.Wait()
+		}
+		if cases == 0 {
+			b.Fatal("no case seen in flight")
+		}
+		b.ReportMetric(rss/cases, "RSS-KiB/case-"+mode.name)
+		b.ReportMetric(pss/cases, "PSS-KiB/case-"+mode.name)
+	}
+}
+
+// inFlightMemory sums the RSS and PSS, in KiB, of the processes of this
+// process's step users and of their parents up to their run's PID 1, and
+// counts the runs.
+func inFlightMemory(b testing.TB) (rss, pss float64, runs int) {
+	seen := map[int]bool{}
+	for _, pid := range stepProcesses(b) {
+		runs++
+		for p := pid; p > 1 && !seen[p]; {
+			seen[p] = true
+			r, s, ppid, nsPID1 := procMemory(p)
+			rss, pss = rss+r, pss+s
+			if nsPID1 || ppid <= 1 {
+				break
+			}
+			// A forked program's parent is the server, shared by all:
+			// its PID 1 is the reaper, which the program's group names.
+			if pp := procComm(ppid); pp == "python3" {
+				if g, err := syscall.Getpgid(p); err == nil && !seen[g] {
+					seen[g] = true
+					r, s, _, _ := procMemory(g)
+					rss, pss = rss+r, pss+s
+				}
+				break
+			}
+			p = ppid
+		}
+	}
+	return rss, pss, runs
+}
+
+// procMemory reads a process's RSS and PSS (KiB), its parent, and whether
+// it is PID 1 of its namespace.
+func procMemory(pid int) (rss, pss float64, ppid int, nsPID1 bool) {
+	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 {
+			v, _ := strconv.ParseFloat(f[1], 64)
+			switch f[0] {
+			case "Rss:":
+				rss = v
+			case "Pss:":
+				pss = v
+			}
+		}
+	}
+	status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for _, line := range strings.Split(string(status), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 2 && f[0] == "PPid:":
+			ppid, _ = strconv.Atoi(f[1])
+		case len(f) >= 2 && f[0] == "NSpid:":
+			nsPID1 = f[len(f)-1] == "1"
+		}
+	}
+	return rss, pss, ppid, nsPID1
+}
+
+func procComm(pid int) string {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	return strings.TrimSpace(string(b))
+}

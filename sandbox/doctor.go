@@ -3,11 +3,14 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/verl-score/verl-score/sandboxclient"
 )
 
 // Toolchain is one program the local sandbox uses, as found on this
@@ -250,4 +253,46 @@ func Identity(isolation string) string {
 		fmt.Fprintf(&b, "\n%s %s %s", t.Program, t.Path, t.Version)
 	}
 	return b.String()
+}
+
+// FastPaths reports which fast path each language takes here, for
+// `verl-score doctor`: it starts a sandbox and runs a Python program and a
+// C++ compile through it (which builds the precompiled header the first
+// time on a machine).
+func FastPaths() []Protection {
+	l, err := New(Options{Warn: io.Discard, Concurrency: 1})
+	if err != nil {
+		return []Protection{{Name: "fast paths", Detail: "no sandbox: " + err.Error()}}
+	}
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out []Protection
+	if l.tools["python3"] != "" {
+		resp, err := l.Run(ctx, &sandboxclient.Request{Language: "python", Code: "print(1)", RunTimeout: 10, MemoryLimitMB: 1024})
+		using, detail := l.ForkServerState()
+		if using && l.Stats().ForkedRuns == 0 {
+			using, detail = false, "plain starts: the fork server did not serve"
+		}
+		if err != nil || resp.RunResult == nil || resp.RunResult.Stdout != "1\n" {
+			using, detail = false, "a probe run failed: "+respSummary(resp, err)
+		}
+		out = append(out, Protection{Name: "python: fork server", Available: using, Detail: detail})
+	}
+	if l.tools["g++"] != "" {
+		l.waitPCH(ctx)
+		using, detail := l.PCHState()
+		out = append(out, Protection{Name: "cpp: precompiled header", Available: using, Detail: detail})
+	}
+	return out
+}
+
+func respSummary(resp *sandboxclient.Response, err error) string {
+	switch {
+	case err != nil:
+		return err.Error()
+	case resp.RunResult == nil:
+		return resp.Status + " " + resp.Message
+	}
+	return fmt.Sprintf("%s: %q", resp.Status, resp.RunResult.Stderr)
 }

@@ -366,13 +366,13 @@ def _server():
             if run["kill"] is not None:
                 unwatch(run["kill"])
 
-    # What the server made stays alive, so that a program's exit does not
-    # free it (copying its pages), and frozen, out of every collection's
-    # way (see become_program).
     # What the server imported is mapped in a program too and would not be
     # in a plain start: its address-space limit allows for it.
     extra_vsize = max(0, statm_vsize() - plain_vsize)
     extra_modules = [name for name in sys.modules if name not in plain_modules]
+    # What the server made stays alive, so that a program's exit does not
+    # free it (copying its pages), and frozen, out of every collection's
+    # way (see become_program).
     keep = [locals(), globals(), sys.modules[__name__]]
     keep.append(keep)
     gc.freeze()
