@@ -98,6 +98,17 @@ func (r *initReport) started(ok bool) {
 
 func (r *initReport) close() { r.r.Close() }
 
+// hasStarted reports whether the program started (valid once the report
+// has ended).
+func (r *initReport) hasStarted() bool {
+	select {
+	case <-r.startedC:
+		return true
+	default:
+		return false
+	}
+}
+
 // result interprets the report of an init that has exited.
 func (r *initReport) result(state *os.ProcessState) (*initResult, error) {
 	var data []byte

@@ -240,8 +240,8 @@ type stepProc struct {
 	waitErr error
 }
 
-// errForkLost: the fork server ended before the step's program started,
-// so the step can run again the plain way.
+// errForkLost: the fork server could not start the step's program, so
+// the step runs again the plain way.
 var errForkLost = errors.New("the Python fork server is gone")
 
 // runStep runs one process to completion or timeout under the Local's
@@ -435,7 +435,9 @@ func (l *Local) runStepAs(ctx context.Context, s *stepSpec, uid int, fork bool) 
 	if p.report != nil {
 		r, err := p.report.result(p.state)
 		if err != nil {
-			if p.forked && !p.report.any {
+			if p.forked && !p.report.hasStarted() {
+				// The program never started: it runs again the plain way.
+				l.forkFailed(err.Error())
 				return nil, nil, errForkLost
 			}
 			return nil, nil, err

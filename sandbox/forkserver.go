@@ -57,11 +57,13 @@ type forkServers struct {
 	mu       sync.Mutex
 	servers  map[int]*forkServer // by stack MiB
 	failed   string              // why the server could not be used; "" if it could
+	lost     int                 // runs it failed to start and servers that died
 	userSite string
 }
 
-// ForkServerState says which path Python runs take here: "fork server"
-// once one has served, the reason for a plain start otherwise.
+// ForkServerState says whether Python runs go through the fork server
+// here, and why not where they do not. A server that cannot start shows
+// only once one was tried (doctor runs a probe).
 func (l *Local) ForkServerState() (using bool, detail string) {
 	f := &l.forks
 	f.mu.Lock()
@@ -96,7 +98,13 @@ func (l *Local) forkServer(lim limits) *forkServer {
 			return fs
 		}
 		delete(f.servers, lim.stackMB)
-		l.warn("forkserver-died", "the Python fork server ended ("+strings.TrimSpace(fs.stderr.String(""))+"); starting another")
+		why := "the Python fork server ended (" + strings.TrimSpace(fs.stderr.String("")) + ")"
+		if f.lost++; f.lost >= maxForkLost {
+			f.failed = why
+			l.warn("forkserver", "Python runs start the plain way from now on: "+why)
+			return nil
+		}
+		l.warn("forkserver-died", why+"; starting another")
 	}
 	fs, err := l.startForkServer(lim)
 	if err != nil {
@@ -109,6 +117,22 @@ func (l *Local) forkServer(lim limits) *forkServer {
 	}
 	f.servers[lim.stackMB] = fs
 	return fs
+}
+
+// maxForkLost is how many failures (runs the server could not start,
+// servers that died) a Local takes before it starts Python runs plainly
+// for good.
+const maxForkLost = 3
+
+// forkFailed counts a run the server could not start.
+func (l *Local) forkFailed(why string) {
+	f := &l.forks
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.lost++; f.lost >= maxForkLost && f.failed == "" {
+		f.failed = "the fork server could not start runs: " + why
+		l.warn("forkserver", "Python runs start the plain way from now on: "+f.failed)
+	}
 }
 
 // startForkServer starts a server under the stack limit of lim.
