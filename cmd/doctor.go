@@ -22,6 +22,7 @@ type doctorOptions struct {
 	toolchains  func() []sandbox.Toolchain
 	protections func() []sandbox.Protection
 	fastPaths   func() []sandbox.Protection
+	languages   func() []sandbox.Protection
 }
 
 func newDoctorCmd(s Streams) *cobra.Command {
@@ -30,6 +31,7 @@ func newDoctorCmd(s Streams) *cobra.Command {
 		toolchains:  sandbox.Toolchains,
 		protections: sandbox.Protections,
 		fastPaths:   sandbox.FastPaths,
+		languages:   sandbox.Languages,
 	}
 	c := &cobra.Command{
 		Use:   "doctor",
@@ -66,6 +68,7 @@ type doctorReport struct {
 	Toolchains  []doctorToolchain  `json:"toolchains"`
 	Protections []doctorProtection `json:"protections"`
 	FastPaths   []doctorProtection `json:"fast_paths"`
+	Languages   []doctorProtection `json:"languages"`
 }
 
 type doctorToolchain struct {
@@ -91,6 +94,7 @@ func runDoctor(_ context.Context, opts *doctorOptions) error {
 		Toolchains:  []doctorToolchain{},
 		Protections: []doctorProtection{},
 		FastPaths:   []doctorProtection{},
+		Languages:   []doctorProtection{},
 	}
 	for _, t := range opts.toolchains() {
 		rep.Toolchains = append(rep.Toolchains, doctorToolchain{
@@ -99,6 +103,11 @@ func runDoctor(_ context.Context, opts *doctorOptions) error {
 	}
 	for _, p := range opts.protections() {
 		rep.Protections = append(rep.Protections, doctorProtection{Name: p.Name, Available: p.Available, Detail: p.Detail})
+	}
+	if opts.languages != nil {
+		for _, p := range opts.languages() {
+			rep.Languages = append(rep.Languages, doctorProtection{Name: p.Name, Available: p.Available, Detail: p.Detail})
+		}
 	}
 	if opts.fastPaths != nil {
 		for _, p := range opts.fastPaths() {
@@ -134,6 +143,13 @@ func writeDoctorTable(out io.Writer, rep doctorReport) error {
 	fmt.Fprintln(tw, "PROTECTION\tAVAILABLE\tDETAIL")
 	for _, p := range rep.Protections {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Name, yesNo(p.Available), p.Detail)
+	}
+	if len(rep.Languages) > 0 {
+		fmt.Fprintln(tw)
+		fmt.Fprintln(tw, "VERL LANGUAGE\tRUNS HERE\tDETAIL")
+		for _, p := range rep.Languages {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Name, yesNo(p.Available), p.Detail)
+		}
 	}
 	if len(rep.FastPaths) > 0 {
 		fmt.Fprintln(tw)

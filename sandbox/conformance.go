@@ -75,6 +75,17 @@ func LanguageCases() []ConformanceCase {
 		{Name: "cpp/timeout", Language: "cpp", Code: "int main(){volatile unsigned long x=0; for(;;) x++;}\n", Stdin: in, Expected: out, RunTimeout: 1, Want: TO},
 		{Name: "cpp/compile", Language: "cpp", Code: "int main(){ return undefined_name; }\n", Stdin: in, Expected: out, Want: CE},
 
+		{Name: "perl/correct", Language: "perl", Code: "my ($a, $b) = split ' ', <STDIN>;\nprint $a + $b, \"\\n\";\n", Stdin: in, Expected: out, Want: T},
+		{Name: "perl/wrong", Language: "perl", Code: "my ($a, $b) = split ' ', <STDIN>;\nprint $a * $b, \"\\n\";\n", Stdin: in, Expected: out, Want: F},
+		{Name: "perl/runtime", Language: "perl", Code: "die \"boom\\n\";\n", Stdin: in, Expected: out, Want: RE},
+		{Name: "perl/timeout", Language: "perl", Code: "1 while 1;\n", Stdin: in, Expected: out, RunTimeout: 1, Want: TO},
+		{Name: "perl/syntax", Language: "perl", Code: "my $x = ;\n", Stdin: in, Expected: out, Want: RE},
+
+		{Name: "sql/correct", Language: "sql", Code: "SELECT 2 + 3;\n", Stdin: in, Expected: out, Want: T},
+		{Name: "sql/wrong", Language: "sql", Code: "SELECT 2 * 3;\n", Stdin: in, Expected: out, Want: F},
+		{Name: "sql/runtime", Language: "sql", Code: "SELECT * FROM missing;\nSELECT 5;\n", Stdin: in, Expected: out, Want: RE},
+		{Name: "sql/timeout", Language: "sql", Code: "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c;\n", Stdin: in, Expected: out, RunTimeout: 1, Want: TO},
+
 		{Name: "go/correct", Language: "go", Code: "package main\nimport \"fmt\"\nfunc main(){var a,b int; fmt.Scan(&a,&b); fmt.Println(a+b)}\n", Stdin: in, Expected: out, Want: T},
 		{Name: "go/wrong", Language: "go", Code: "package main\nimport \"fmt\"\nfunc main(){var a,b int; fmt.Scan(&a,&b); fmt.Println(a*a+b)}\n", Stdin: in, Expected: out, Want: F},
 		{Name: "go/runtime", Language: "go", Code: "package main\nfunc main(){ var m map[string]int; m[\"x\"] = 1 }\n", Stdin: in, Expected: out, Want: RE},

@@ -34,6 +34,7 @@ type Protection struct {
 var toolOrder = []struct{ lang, prog string }{
 	{"python", "python3"}, {"cpp", "g++"}, {"go, go_test", "go"}, {"java", "javac"},
 	{"java", "java"}, {"nodejs", "node"}, {"bash", "bash"}, {"rust", "rustc"},
+	{"perl", "perl"}, {"sql", "sqlite3"},
 }
 
 // findTools resolves every program to an absolute path of the real binary
@@ -295,4 +296,49 @@ func respSummary(resp *sandboxclient.Response, err error) string {
 		return resp.Status + " " + resp.Message
 	}
 	return fmt.Sprintf("%s: %q", resp.Status, resp.RunResult.Stderr)
+}
+
+// languagePackages names, for each of verl's sandbox languages, what
+// would provide its toolchain on a Debian machine.
+var languagePackages = map[string]string{
+	"python": "python3", "cpp": "g++", "nodejs": "nodejs", "go": "golang-go", "go_test": "golang-go",
+	"java": "default-jdk-headless", "bash": "bash", "rust": "rustc", "sql": "sqlite3",
+	"perl": "perl (and libtest-deep-perl, libdata-compare-perl for MultiPL-E's tests)",
+	"php":  "php-cli", "ruby": "ruby", "lua": "lua5.4", "R": "r-base-core", "typescript": "npm's tsx",
+	"csharp": "dotnet (not in Debian)", "scala": "scala", "kotlin_script": "kotlin", "racket": "racket",
+	"D_ut": "dmd (not in Debian; ldc is)", "verilog": "iverilog", "pytest": "python3-pytest",
+	"junit": "junit5", "jest": "npm's jest", "julia": "julia (not in Debian 12)", "cuda": "nvcc and a GPU",
+	"python_gpu": "a GPU Python runtime", "lean": "lean (not in Debian 12)", "swift": "swift (not in Debian 12)",
+}
+
+// Languages reports, for every language verl may send, whether this
+// machine's embedded sandbox runs it and, where not, what it would need.
+func Languages() []Protection {
+	tools, _ := findTools(false)
+	var out []Protection
+	for _, lang := range sandboxclient.SupportedLanguages {
+		p := Protection{Name: lang}
+		spec, ok := languages[lang]
+		switch {
+		case !ok:
+			p.Detail = "no runner here; SandboxError. Would need " + languagePackages[lang]
+		default:
+			var missing, found []string
+			for _, prog := range spec.programs {
+				if tools[prog] == "" {
+					missing = append(missing, prog)
+				} else {
+					found = append(found, tools[prog])
+				}
+			}
+			p.Available = len(missing) == 0
+			if p.Available {
+				p.Detail = strings.Join(found, ", ")
+			} else {
+				p.Detail = strings.Join(missing, ", ") + " missing: install " + languagePackages[lang]
+			}
+		}
+		out = append(out, p)
+	}
+	return out
 }

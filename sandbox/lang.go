@@ -31,8 +31,8 @@ type langSpec struct {
 // unrunnable names, for languages a server accepts but this sandbox cannot
 // run, the program a runner would need.
 var unrunnable = map[string]string{
-	"php": "php", "csharp": "dotnet", "typescript": "tsx", "sql": "sqlite3",
-	"cuda": "nvcc", "lua": "lua", "R": "Rscript", "perl": "perl", "D_ut": "dmd",
+	"php": "php", "csharp": "dotnet", "typescript": "tsx",
+	"cuda": "nvcc", "lua": "lua", "R": "Rscript", "D_ut": "dmd",
 	"ruby": "ruby", "scala": "scala", "julia": "julia", "pytest": "pytest",
 	"junit": "junit-platform-console-standalone", "kotlin_script": "kotlinc",
 	"jest": "jest", "verilog": "iverilog", "python_gpu": "a GPU python runtime",
@@ -137,6 +137,25 @@ var languages = map[string]*langSpec{
 		},
 		run: func(_ *Local, _, binDir string, _ int) []string {
 			return []string{filepath.Join(binDir, "test.bin")}
+		},
+	},
+	"perl": {
+		programs:   []string{"perl"},
+		runProgram: "perl",
+		source:     "solution.pl",
+		run: func(l *Local, runDir, _ string, _ int) []string {
+			return []string{l.tools["perl"], filepath.Join(runDir, "solution.pl")}
+		},
+	},
+	// SandboxFusion lists sql but has no runner for it: here the code is a
+	// script for an in-memory SQLite database; the first error ends it
+	// with exit code 1.
+	"sql": {
+		programs:   []string{"sqlite3"},
+		runProgram: "sqlite3",
+		source:     "solution.sql",
+		run: func(l *Local, runDir, _ string, _ int) []string {
+			return []string{l.tools["sqlite3"], "-bail", "-batch", ":memory:", ".read " + filepath.Join(runDir, "solution.sql")}
 		},
 	},
 	"java": {

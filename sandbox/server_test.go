@@ -750,7 +750,7 @@ func dump(v any) string {
 // toolchain this machine lacks.
 var toolFor = map[string]string{
 	"python": "python3", "cpp": "g++", "go": "go", "go_test": "go", "java": "javac",
-	"nodejs": "node", "bash": "bash", "rust": "rustc",
+	"nodejs": "node", "bash": "bash", "rust": "rustc", "perl": "perl", "sql": "sqlite3",
 }
 
 // newLocalServer starts a real Local behind the server on an httptest
