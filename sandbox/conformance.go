@@ -12,6 +12,7 @@ type ConformanceCase struct {
 	Stdin      *string // nil sends "stdin": null
 	Expected   *string // nil: any finished run passes (assert-style cases)
 	RunTimeout float64 // seconds; 0 means 10
+	MemoryMB   int     // memory_limit_MB; 0 means 1024
 	Want       sandboxclient.Verdict
 }
 
@@ -23,12 +24,16 @@ func (c ConformanceCase) Request() *sandboxclient.Request {
 	if rt == 0 {
 		rt = 10
 	}
+	mem := c.MemoryMB
+	if mem == 0 {
+		mem = 1024
+	}
 	return &sandboxclient.Request{
 		CompileTimeout: 30,
 		RunTimeout:     rt,
 		Code:           c.Code,
 		Stdin:          c.Stdin,
-		MemoryLimitMB:  1024,
+		MemoryLimitMB:  mem,
 		Language:       c.Language,
 		Files:          map[string]string{},
 		FetchFiles:     []string{},
@@ -81,10 +86,28 @@ func LanguageCases() []ConformanceCase {
 		{Name: "perl/timeout", Language: "perl", Code: "1 while 1;\n", Stdin: in, Expected: out, RunTimeout: 1, Want: TO},
 		{Name: "perl/syntax", Language: "perl", Code: "my $x = ;\n", Stdin: in, Expected: out, Want: RE},
 
-		{Name: "sql/correct", Language: "sql", Code: "SELECT 2 + 3;\n", Stdin: in, Expected: out, Want: T},
-		{Name: "sql/wrong", Language: "sql", Code: "SELECT 2 * 3;\n", Stdin: in, Expected: out, Want: F},
-		{Name: "sql/runtime", Language: "sql", Code: "SELECT * FROM missing;\nSELECT 5;\n", Stdin: in, Expected: out, Want: RE},
-		{Name: "sql/timeout", Language: "sql", Code: "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c;\n", Stdin: in, Expected: out, RunTimeout: 1, Want: TO},
+		{Name: "php/correct", Language: "php", Code: "<?php\n[$a, $b] = array_map('intval', explode(' ', trim(fgets(STDIN))));\necho $a + $b, \"\\n\";\n", Stdin: in, Expected: out, Want: T},
+		{Name: "php/no-tag", Language: "php", Code: "\n  [$a, $b] = array_map('intval', explode(' ', trim(fgets(STDIN))));\necho $a + $b, \"\\n\";\n", Stdin: in, Expected: out, Want: T},
+		{Name: "php/wrong", Language: "php", Code: "<?php\necho 6, \"\\n\";\n", Stdin: in, Expected: out, Want: F},
+		{Name: "php/runtime", Language: "php", Code: "<?php\nthrow new Exception('boom');\n", Stdin: in, Expected: out, Want: RE},
+		{Name: "php/timeout", Language: "php", Code: "<?php\nwhile (true) {}\n", Stdin: in, Expected: out, RunTimeout: 1, Want: TO},
+		{Name: "php/syntax", Language: "php", Code: "<?php\necho (;\n", Stdin: in, Expected: out, Want: RE},
+
+		{Name: "ruby/correct", Language: "ruby", Code: "a, b = gets.split.map(&:to_i)\nputs a + b\n", Stdin: in, Expected: out, MemoryMB: -1, Want: T},
+		{Name: "ruby/wrong", Language: "ruby", Code: "a, b = gets.split.map(&:to_i)\nputs a * b\n", Stdin: in, Expected: out, MemoryMB: -1, Want: F},
+		{Name: "ruby/runtime", Language: "ruby", Code: "raise 'boom'\n", Stdin: in, Expected: out, MemoryMB: -1, Want: RE},
+		{Name: "ruby/timeout", Language: "ruby", Code: "loop {}\n", Stdin: in, Expected: out, RunTimeout: 1, MemoryMB: -1, Want: TO},
+		{Name: "ruby/syntax", Language: "ruby", Code: "def f(\n", Stdin: in, Expected: out, MemoryMB: -1, Want: RE},
+
+		// Under memory_limit_MB, SandboxFusion limits the stack to it too,
+		// and Ruby cannot start in that address space: it segfaults there.
+		{Name: "ruby/memory-limit", Language: "ruby", Code: "puts 5\n", Stdin: in, Expected: out, Want: RE},
+
+		{Name: "lua/correct", Language: "lua", Code: "local a, b = io.read('n', 'n')\nprint(a + b)\n", Stdin: in, Expected: out, Want: T},
+		{Name: "lua/wrong", Language: "lua", Code: "local a, b = io.read('n', 'n')\nprint(a * b)\n", Stdin: in, Expected: out, Want: F},
+		{Name: "lua/runtime", Language: "lua", Code: "error('boom')\n", Stdin: in, Expected: out, Want: RE},
+		{Name: "lua/timeout", Language: "lua", Code: "while true do end\n", Stdin: in, Expected: out, RunTimeout: 1, Want: TO},
+		{Name: "lua/syntax", Language: "lua", Code: "local x = \n", Stdin: in, Expected: out, Want: RE},
 
 		{Name: "go/correct", Language: "go", Code: "package main\nimport \"fmt\"\nfunc main(){var a,b int; fmt.Scan(&a,&b); fmt.Println(a+b)}\n", Stdin: in, Expected: out, Want: T},
 		{Name: "go/wrong", Language: "go", Code: "package main\nimport \"fmt\"\nfunc main(){var a,b int; fmt.Scan(&a,&b); fmt.Println(a*a+b)}\n", Stdin: in, Expected: out, Want: F},

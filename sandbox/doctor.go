@@ -34,7 +34,7 @@ type Protection struct {
 var toolOrder = []struct{ lang, prog string }{
 	{"python", "python3"}, {"cpp", "g++"}, {"go, go_test", "go"}, {"java", "javac"},
 	{"java", "java"}, {"nodejs", "node"}, {"bash", "bash"}, {"rust", "rustc"},
-	{"perl", "perl"}, {"sql", "sqlite3"},
+	{"perl", "perl"}, {"php", "php"}, {"ruby", "ruby"}, {"lua", "lua"},
 }
 
 // findTools resolves every program to an absolute path of the real binary
@@ -302,7 +302,7 @@ func respSummary(resp *sandboxclient.Response, err error) string {
 // would provide its toolchain on a Debian machine.
 var languagePackages = map[string]string{
 	"python": "python3", "cpp": "g++", "nodejs": "nodejs", "go": "golang-go", "go_test": "golang-go",
-	"java": "default-jdk-headless", "bash": "bash", "rust": "rustc", "sql": "sqlite3",
+	"java": "default-jdk-headless", "bash": "bash", "rust": "rustc", "sql": "nothing: SandboxFusion has no runner for it and answers SandboxError, as this sandbox does",
 	"perl": "perl (and libtest-deep-perl, libdata-compare-perl for MultiPL-E's tests)",
 	"php":  "php-cli", "ruby": "ruby", "lua": "lua5.4", "R": "r-base-core", "typescript": "npm's tsx",
 	"csharp": "dotnet (not in Debian)", "scala": "scala", "kotlin_script": "kotlin", "racket": "racket",

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -26,14 +27,48 @@ type langSpec struct {
 	// heapLimited languages (JVM, Node.js) cannot start under an
 	// address-space limit; they get heap flags and a data limit instead.
 	heapLimited bool
+	// prepare, if set, turns the request's code into the source file.
+	prepare func(code string) string
+}
+
+// source is what a request's code becomes on disk.
+func (spec *langSpec) sourceText(code string) []byte {
+	if spec.prepare != nil {
+		code = spec.prepare(code)
+	}
+	return []byte(code)
+}
+
+// interpreted is the spec of a language whose program runs a source file:
+// `prog [flags] file`.
+func interpreted(prog, source string, flags ...string) *langSpec {
+	return &langSpec{
+		programs:   []string{prog},
+		runProgram: prog,
+		source:     source,
+		run: func(l *Local, runDir, _ string, _ int) []string {
+			return append(append([]string{l.tools[prog]}, flags...), filepath.Join(runDir, source))
+		},
+	}
+}
+
+// phpSource is SandboxFusion's rule: the code, left-trimmed, opens with
+// <?php, added where it does not.
+func phpSource(code string) string {
+	code = strings.TrimLeft(code, " \t\n\r\v\f")
+	if !strings.HasPrefix(code, "<?php") {
+		code = "<?php\n" + code
+	}
+	return code
 }
 
 // unrunnable names, for languages a server accepts but this sandbox cannot
-// run, the program a runner would need.
+// run, the program a runner would need ("": SandboxFusion has no runner
+// for it either, and a runner here would change verl's verdict).
 var unrunnable = map[string]string{
-	"php": "php", "csharp": "dotnet", "typescript": "tsx",
-	"cuda": "nvcc", "lua": "lua", "R": "Rscript", "D_ut": "dmd",
-	"ruby": "ruby", "scala": "scala", "julia": "julia", "pytest": "pytest",
+	"csharp": "dotnet", "typescript": "tsx", "sql": "",
+	"cuda": "nvcc", "R": "Rscript", "D_ut": "dmd",
+	"scala": "scala", "julia": "julia", "pytest": "pytest",
 	"junit": "junit-platform-console-standalone", "kotlin_script": "kotlinc",
 	"jest": "jest", "verilog": "iverilog", "python_gpu": "a GPU python runtime",
 	"lean": "lean", "swift": "swift", "racket": "racket",
@@ -139,25 +174,14 @@ var languages = map[string]*langSpec{
 			return []string{filepath.Join(binDir, "test.bin")}
 		},
 	},
-	"perl": {
-		programs:   []string{"perl"},
-		runProgram: "perl",
-		source:     "solution.pl",
-		run: func(l *Local, runDir, _ string, _ int) []string {
-			return []string{l.tools["perl"], filepath.Join(runDir, "solution.pl")}
-		},
-	},
-	// SandboxFusion lists sql but has no runner for it: here the code is a
-	// script for an in-memory SQLite database; the first error ends it
-	// with exit code 1.
-	"sql": {
-		programs:   []string{"sqlite3"},
-		runProgram: "sqlite3",
-		source:     "solution.sql",
-		run: func(l *Local, runDir, _ string, _ int) []string {
-			return []string{l.tools["sqlite3"], "-bail", "-batch", ":memory:", ".read " + filepath.Join(runDir, "solution.sql")}
-		},
-	},
+	"perl": interpreted("perl", "solution.pl"),
+	"ruby": interpreted("ruby", "solution.rb"),
+	"lua":  interpreted("lua", "solution.lua"),
+	"php": func() *langSpec {
+		spec := interpreted("php", "solution.php", "-f")
+		spec.prepare = phpSource
+		return spec
+	}(),
 	"java": {
 		programs:    []string{"javac", "java"},
 		runProgram:  "java",

@@ -295,6 +295,10 @@ func (l *Local) Run(ctx context.Context, req *sandboxclient.Request) (*sandboxcl
 	l.runs.Add(1)
 	spec, ok := languages[req.Language]
 	if !ok {
+		if unrunnable[req.Language] == "" {
+			// SandboxFusion lists it but has no runner either: the same answer.
+			return sandboxError(fmt.Sprintf("exception on running code: SandboxFusion has no runner for %q, nor has this sandbox", req.Language)), nil
+		}
 		return sandboxError(fmt.Sprintf("exception on running code: the local sandbox has no runner for %q (it would need %s)",
 			req.Language, unrunnable[req.Language])), nil
 	}
@@ -430,7 +434,7 @@ func (l *Local) doCompile(ctx context.Context, spec *langSpec, req *sandboxclien
 	if err := writeFiles(dir, files); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, spec.source), []byte(req.Code), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, spec.source), spec.sourceText(req.Code), 0o644); err != nil {
 		return nil, fmt.Errorf("write source: %w", err)
 	}
 	if spec.env != nil && l.tools["go"] != "" && spec.programs[0] == "go" {
@@ -571,7 +575,7 @@ func (l *Local) execute(ctx context.Context, spec *langSpec, req *sandboxclient.
 		st.view.files = files
 		if spec.compile == nil {
 			st.view.files = maps.Clone(files)
-			st.view.files[spec.source] = []byte(req.Code)
+			st.view.files[spec.source] = spec.sourceText(req.Code)
 		}
 		st.view.fetch = validFetchNames(req.FetchFiles)
 		viewBin := ""
@@ -591,7 +595,7 @@ func (l *Local) execute(ctx context.Context, spec *langSpec, req *sandboxclient.
 			return nil, nil, err
 		}
 		if spec.compile == nil {
-			if err := os.WriteFile(filepath.Join(dir, spec.source), []byte(req.Code), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, spec.source), spec.sourceText(req.Code), 0o644); err != nil {
 				return nil, nil, fmt.Errorf("write source: %w", err)
 			}
 		}

@@ -750,7 +750,8 @@ func dump(v any) string {
 // toolchain this machine lacks.
 var toolFor = map[string]string{
 	"python": "python3", "cpp": "g++", "go": "go", "go_test": "go", "java": "javac",
-	"nodejs": "node", "bash": "bash", "rust": "rustc", "perl": "perl", "sql": "sqlite3",
+	"nodejs": "node", "bash": "bash", "rust": "rustc", "perl": "perl",
+	"php": "php", "ruby": "ruby", "lua": "lua",
 }
 
 // newLocalServer starts a real Local behind the server on an httptest

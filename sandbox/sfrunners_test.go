@@ -21,6 +21,8 @@ type sfRunnerCase struct {
 	status               string // the response's
 	runStatus            string // the run step's
 	stdoutHas            string
+	stdin                *string
+	outputHas            string // in stdout or stderr
 }
 
 var sfRunnerCases = []sfRunnerCase{
@@ -35,6 +37,35 @@ var sfRunnerCases = []sfRunnerCase{
 	{name: "perl deep compare fails", language: "perl",
 		code:   "\nuse Test::Deep;\n\nsub check {\n    if (eq_deeply(0, 1)) { print \"same\" } else { exit 1 }\n}\ncheck();\n",
 		status: sandboxclient.StatusFailed, runStatus: sandboxclient.StepFinished},
+
+	{name: "php echo", language: "php", code: "\n    <?php\n    echo \"123\";\n    ?>\n    ", runTimeout: 5,
+		status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished, stdoutHas: "123"},
+	{name: "php timeout", language: "php", code: "\n    <?php\n    sleep(2);\n    ?>\n    ", runTimeout: 0.1,
+		status: sandboxclient.StatusFailed, runStatus: sandboxclient.StepTimeLimitExceeded},
+	{name: "php user error", language: "php", code: "\n    <?php\n    trigger_error(\"Custom error\", E_USER_ERROR);\n    ?>\n    ",
+		status: sandboxclient.StatusFailed, runStatus: sandboxclient.StepFinished, outputHas: "Custom error"},
+	{name: "php stdin", language: "php", code: "\n    <?php\n        $input = readline();\n        echo intval($input);\n    ?>\n", runTimeout: 5,
+		stdin: optStr("65535"), status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished, stdoutHas: "65535"},
+
+	{name: "ruby puts", language: "ruby", code: "\nputs \"Hello, World!\";\n", runTimeout: 5,
+		status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished, stdoutHas: "Hello, World!"},
+	{name: "ruby timeout", language: "ruby", code: "\nsleep(5)\n", runTimeout: 5,
+		status: sandboxclient.StatusFailed, runStatus: sandboxclient.StepTimeLimitExceeded},
+	{name: "ruby test/unit passes", language: "ruby",
+		code:   "\nrequire 'test/unit'\nclass TestSandbox < Test::Unit::TestCase\n  def test_sandbox\n    assert_equal(0, 0)\n  end\nend\n",
+		status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished},
+	{name: "ruby test/unit fails", language: "ruby",
+		code:   "\nrequire 'test/unit'\nclass TestSandbox < Test::Unit::TestCase\n  def test_sandbox\n    assert_equal(1, 0)\n  end\nend\n",
+		status: sandboxclient.StatusFailed, runStatus: sandboxclient.StepFinished, stdoutHas: "Failure"},
+
+	{name: "lua print", language: "lua", code: "\nprint(\"Hello, World!\")\n", runTimeout: 5,
+		status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished, stdoutHas: "Hello, World!"},
+	{name: "lua timeout", language: "lua", code: "\nos.execute(\"sleep 3\")\n", runTimeout: 1,
+		status: sandboxclient.StatusFailed, runStatus: sandboxclient.StepTimeLimitExceeded},
+	{name: "lua luaunit passes", language: "lua", code: "\nlu = require('luaunit')\nlu.assertEquals(0, 0)\n",
+		status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished},
+	{name: "lua luaunit fails", language: "lua", code: "\nlu = require('luaunit')\nlu.assertEquals(1, 2)\n",
+		status: sandboxclient.StatusFailed, runStatus: sandboxclient.StepFinished, outputHas: "LuaUnit test FAILURE"},
 }
 
 // TestSandboxFusionRunnerCases sends each case through `serve` and
@@ -50,13 +81,14 @@ func TestSandboxFusionRunnerCases(t *testing.T) {
 			if rt == 0 {
 				rt = 10
 			}
-			resp, err := hc.Run(context.Background(), &sandboxclient.Request{Language: c.language, Code: c.code,
+			resp, err := hc.Run(context.Background(), &sandboxclient.Request{Language: c.language, Code: c.code, Stdin: c.stdin,
 				CompileTimeout: 30, RunTimeout: rt, MemoryLimitMB: -1})
 			if err != nil || resp.RunResult == nil {
 				t.Fatalf("got %s", respText(resp, err))
 			}
-			if resp.Status != c.status || resp.RunResult.Status != c.runStatus || !strings.Contains(resp.RunResult.Stdout, c.stdoutHas) {
-				t.Errorf("want %s/%s with %q in stdout, got %s", c.status, c.runStatus, c.stdoutHas, respText(resp, nil))
+			if resp.Status != c.status || resp.RunResult.Status != c.runStatus || !strings.Contains(resp.RunResult.Stdout, c.stdoutHas) ||
+				!strings.Contains(resp.RunResult.Stdout+resp.RunResult.Stderr, c.outputHas) {
+				t.Errorf("want %s/%s with %q in stdout and %q in the output, got %s", c.status, c.runStatus, c.stdoutHas, c.outputHas, respText(resp, nil))
 			}
 		})
 	}
@@ -72,17 +104,27 @@ func TestNewRunnersAreContained(t *testing.T) {
 	target := filepath.Join(owned, "pwned")
 	bombs := map[string]string{
 		"perl": "fork while 1;\n",
+		"php":  "<?php\nwhile (true) { pcntl_fork(); }\n",
+		"ruby": "loop { fork }\n",
+		"lua":  "while true do os.execute('sh -c \\':(){ :|:& };:\\'') end\n",
 	}
 	writers := map[string]string{
 		"perl": fmt.Sprintf("for my $p (%q, \"/usr/pwned\", \"/etc/pwned\") { if (open(my $f, '>', $p)) { print \"wrote $p\\n\" } else { print \"refused $p\\n\" } }\n", target),
-		"sql":  fmt.Sprintf("ATTACH DATABASE %s AS x;\nCREATE TABLE x.t(a);\nSELECT 'wrote';\n", sqlQuote(target)),
+		"php":  fmt.Sprintf("<?php\nforeach ([%q, '/usr/pwned', '/etc/pwned'] as $p) { echo @file_put_contents($p, 'x') === false ? \"refused $p\\n\" : \"wrote $p\\n\"; }\n", target),
+		"ruby": fmt.Sprintf("[%q, '/usr/pwned', '/etc/pwned'].each { |p| begin; File.write(p, 'x'); puts \"wrote #{p}\"; rescue SystemCallError; puts \"refused #{p}\"; end }\n", target),
+		"lua":  fmt.Sprintf("for _, p in ipairs({%q, '/usr/pwned', '/etc/pwned'}) do local f = io.open(p, 'w'); if f then f:write('x'); f:close(); print('wrote ' .. p) else print('refused ' .. p) end end\n", target),
 	}
 	for lang, code := range bombs {
 		t.Run(lang+" fork bomb", func(t *testing.T) {
 			needTools(t, l, lang)
-			resp := runCode(t, l, lang, code, 2, 1024)
-			if resp.RunResult.Status != sandboxclient.StepTimeLimitExceeded && resp.Status != sandboxclient.StatusFailed {
-				t.Errorf("got %s", respText(resp, nil))
+			mem := 1024
+			if lang == "ruby" {
+				mem = -1 // Ruby cannot start under SandboxFusion's memory limit
+			}
+			resp := runCode(t, l, lang, code, 2, mem)
+			// Still forking when the clock ran out: it was a bomb.
+			if resp.RunResult.Status != sandboxclient.StepTimeLimitExceeded {
+				t.Errorf("want a time-out, got %s", respText(resp, nil))
 			}
 			if left := stepProcesses(t); len(left) > 0 {
 				t.Errorf("%d processes of step users left", len(left))
@@ -95,8 +137,8 @@ func TestNewRunnersAreContained(t *testing.T) {
 	for lang, code := range writers {
 		t.Run(lang+" host write", func(t *testing.T) {
 			needTools(t, l, lang)
-			resp := runCode(t, l, lang, code, 10, 1024)
-			if strings.Contains(resp.RunResult.Stdout, "wrote") {
+			resp := runCode(t, l, lang, code, 10, -1)
+			if strings.Contains(resp.RunResult.Stdout, "wrote") || !strings.Contains(resp.RunResult.Stdout+resp.RunResult.Stderr, "refused") {
 				t.Errorf("a write outside the run got through: %s", respText(resp, nil))
 			}
 			if _, err := os.Lstat(target); err == nil {
@@ -106,5 +148,3 @@ func TestNewRunnersAreContained(t *testing.T) {
 		})
 	}
 }
-
-func sqlQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

@@ -37,7 +37,7 @@ type view struct {
 // etcEntries are what the toolchains read from /etc: the dynamic linker's
 // cache, Debian's alternatives (java, c++), the JVM's configuration, TLS and
 // time-zone data. The host's users, hosts and the rest stay out.
-var etcEntries = []string{"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "ssl", "mime.types"}
+var etcEntries = []string{"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "ssl", "mime.types", "php"}
 
 var devNodes = []string{"null", "zero", "full", "random", "urandom"}
 
