@@ -41,6 +41,9 @@ type stepSpec struct {
 	fetch []string
 	// forkable: a Python run the fork server may start (forkserver.go).
 	forkable bool
+	// mergeStderr sends stderr to the stdout pipe (a test binary, whose
+	// output `go test` prints as one stream).
+	mergeStderr bool
 }
 
 func (s *stepSpec) chownOwned(uid int) error {
@@ -336,7 +339,11 @@ func (l *Local) runStepAs(ctx context.Context, s *stepSpec, uid int, fork bool) 
 	}
 	inW, outR, errR := pipes[1], pipes[2], pipes[4]
 	start := l.now()
-	p, err := l.startStep(s, uid, fork, pipes[0], pipes[3], pipes[5])
+	stderrW := pipes[5]
+	if s.mergeStderr {
+		stderrW = pipes[3]
+	}
+	p, err := l.startStep(s, uid, fork, pipes[0], pipes[3], stderrW)
 	pipes[0].Close()
 	pipes[3].Close()
 	pipes[5].Close()

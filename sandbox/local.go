@@ -26,6 +26,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/verl-score/verl-score/atomicfile"
@@ -341,6 +342,9 @@ func (l *Local) Run(ctx context.Context, req *sandboxclient.Request) (*sandboxcl
 	if err != nil {
 		return nil, err
 	}
+	if spec.hiddenCompile {
+		rr = goTestOutput(rr)
+	}
 	resp.RunResult = rr
 	for k, v := range fetched {
 		resp.Files[k] = v
@@ -542,6 +546,37 @@ func (l *Local) warmGoCache(ctx context.Context) {
 	l.runStep(ctx, st)
 }
 
+// goTestOutput turns the run of a test binary (its stderr merged into its
+// stdout, as `go test` merges them) into what `go test file_test.go`
+// prints and returns: a passing run's output replaced by its "ok" line; a
+// failing one's followed by the exit status where it printed nothing, its
+// FAIL line and the final FAIL, with exit code 1.
+func goTestOutput(r *sandboxclient.StepResult) *sandboxclient.StepResult {
+	if r.Status != sandboxclient.StepFinished || r.ReturnCode == nil {
+		return r
+	}
+	out := *r
+	took := fmt.Sprintf("%.3fs", r.ExecutionTime)
+	if *r.ReturnCode == 0 {
+		out.Stdout = "ok  \tcommand-line-arguments\t" + took + "\n"
+		return &out
+	}
+	if out.Stdout != "" && !strings.HasSuffix(out.Stdout, "\n") {
+		out.Stdout += "\n"
+	}
+	if out.Stdout == "" {
+		if rc := *r.ReturnCode; rc < 0 {
+			out.Stdout = "signal: " + syscall.Signal(-rc).String() + "\n"
+		} else {
+			out.Stdout = fmt.Sprintf("exit status %d\n", rc)
+		}
+	}
+	out.Stdout += "FAIL\tcommand-line-arguments\t" + took + "\nFAIL\n"
+	one := 1
+	out.ReturnCode = &one
+	return &out
+}
+
 // goTestBuildFailure turns a failed `go test -c` into what `go test`
 // itself reports for a package that does not build.
 func goTestBuildFailure(c *sandboxclient.StepResult) *sandboxclient.StepResult {
@@ -603,6 +638,7 @@ func (l *Local) execute(ctx context.Context, spec *langSpec, req *sandboxclient.
 		st.argv = spec.run(l, dir, binDir, req.MemoryLimitMB)
 	}
 	st.env = l.env(st.dir, spec.env)
+	st.mergeStderr = spec.hiddenCompile
 	if st.asRoot {
 		l.warn("root-"+spec.runProgram, fmt.Sprintf("%s is not reachable by an unprivileged user; its runs run as root", l.tools[spec.runProgram]))
 	}

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -754,6 +755,14 @@ var toolFor = map[string]string{
 	"php": "php", "ruby": "ruby", "lua": "lua",
 }
 
+// goTestTime is the duration `go test` prints after its package.
+var goTestTime = regexp.MustCompile(`\tcommand-line-arguments\t[0-9.]+s`)
+
+// untimed is stdout without go test's durations.
+func untimed(s string) string {
+	return goTestTime.ReplaceAllString(s, "\tcommand-line-arguments\tTIME")
+}
+
 // newLocalServer starts a real Local behind the server on an httptest
 // listener and returns an HTTP client for it, as verl-score's own remote
 // path would use.
@@ -820,7 +829,7 @@ func TestServeLanguageCasesEndToEnd(t *testing.T) {
 					direct.Status, deref(direct.APIStatus), deref(direct.CompileStatus), deref(direct.RunStatus))
 			}
 			if c.Want == sandboxclient.VerdictTrue || c.Want == sandboxclient.VerdictFalse {
-				if deref(viaHTTP.Stdout) != deref(direct.Stdout) {
+				if untimed(deref(viaHTTP.Stdout)) != untimed(deref(direct.Stdout)) {
 					t.Errorf("via HTTP: got stdout %q, direct %q", deref(viaHTTP.Stdout), deref(direct.Stdout))
 				}
 			}

@@ -38,6 +38,16 @@ var sfRunnerCases = []sfRunnerCase{
 		code:   "\nuse Test::Deep;\n\nsub check {\n    if (eq_deeply(0, 1)) { print \"same\" } else { exit 1 }\n}\ncheck();\n",
 		status: sandboxclient.StatusFailed, runStatus: sandboxclient.StepFinished},
 
+	// SandboxFusion runs `go test file_test.go`; its stdout is go test's.
+	{name: "go_test pass", language: "go_test", code: goTestCode("if add(2, 3) != 5 { t.Fatal(\"wrong\") }"),
+		status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished, stdoutHas: "ok  \tcommand-line-arguments\t"},
+	{name: "go_test fail", language: "go_test", code: goTestCode("if add(2, 3) != 6 { t.Fatal(\"wrong\") }"),
+		status: sandboxclient.StatusFailed, runStatus: sandboxclient.StepFinished, stdoutHas: "--- FAIL: TestAdd"},
+	{name: "go_test fail summary", language: "go_test", code: goTestCode("if add(2, 3) != 6 { t.Fatal(\"wrong\") }"),
+		status: sandboxclient.StatusFailed, runStatus: sandboxclient.StepFinished, stdoutHas: "\nFAIL\tcommand-line-arguments\t"},
+	{name: "go_test exit without output", language: "go_test", code: "package main\nimport (\"os\"; \"testing\")\nfunc TestExit(t *testing.T) { os.Exit(3) }\n",
+		status: sandboxclient.StatusFailed, runStatus: sandboxclient.StepFinished, stdoutHas: "exit status 3\nFAIL\tcommand-line-arguments\t"},
+
 	{name: "php echo", language: "php", code: "\n    <?php\n    echo \"123\";\n    ?>\n    ", runTimeout: 5,
 		status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished, stdoutHas: "123"},
 	{name: "php timeout", language: "php", code: "\n    <?php\n    sleep(2);\n    ?>\n    ", runTimeout: 0.1,
