@@ -197,12 +197,18 @@ func (l *Local) wrap(argv []string, lim limits) []string {
 }
 
 // env is the whole environment of a step: nothing of ours leaks in.
+// A toolchain's settings replace the defaults of the same name.
 func (l *Local) env(home string, extra func(*Local) []string) []string {
 	e := []string{"PATH=" + l.pathEnv, "HOME=" + home, "TMPDIR=" + home, "LANG=C.UTF-8", "LC_ALL=C.UTF-8"}
-	if extra != nil {
-		e = append(e, extra(l)...)
+	if extra == nil {
+		return e
 	}
-	return e
+	more := extra(l)
+	for _, kv := range more {
+		name, _, _ := strings.Cut(kv, "=")
+		e = slices.DeleteFunc(e, func(d string) bool { return strings.HasPrefix(d, name+"=") })
+	}
+	return append(e, more...)
 }
 
 // stepAttr is how a step's first process is started: in a group of its

@@ -75,15 +75,13 @@ var unrunnable = map[string]string{
 }
 
 func goEnv(l *Local) []string {
-	return []string{
-		"GOCACHE=" + l.goCache,
-		"GO111MODULE=off",
-		"GOFLAGS=",
-		"GOTOOLCHAIN=local",
-		"GOPROXY=off",
-		"CGO_ENABLED=0",
-		"GOTELEMETRY=off",
+	e := []string{"GOCACHE=" + l.goCache, "GOTOOLCHAIN=local", "GOPROXY=off", "CGO_ENABLED=0", "GOTELEMETRY=off"}
+	if mc := l.goModCache(); mc != "" {
+		// Beside goruntime's go.mod, from the read-only module cache; go
+		// ignores a go.mod at the root of TMPDIR, so that is /tmp.
+		return append(e, "GO111MODULE=on", "GOFLAGS=-mod=mod", "GOSUMDB=off", "GOMODCACHE="+mc, "TMPDIR=/tmp")
 	}
+	return append(e, "GO111MODULE=off", "GOFLAGS=")
 }
 
 // heapMB is the heap given to a heap-limited runtime under a memory limit.

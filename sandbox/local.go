@@ -120,6 +120,7 @@ type Local struct {
 	view                        *view // what contained steps see
 	forks                       forkServers
 	pch                         pchState
+	goMods                      goModules
 	runSeq                      atomic.Int64
 	runs, compiles, compileHits atomic.Int64
 	forked                      atomic.Int64
@@ -441,8 +442,13 @@ func (l *Local) doCompile(ctx context.Context, spec *langSpec, req *sandboxclien
 	if err := os.WriteFile(filepath.Join(dir, spec.source), spec.sourceText(req.Code), 0o644); err != nil {
 		return nil, fmt.Errorf("write source: %w", err)
 	}
+	var goBinds []viewBind
 	if spec.env != nil && l.tools["go"] != "" && spec.programs[0] == "go" {
 		l.goWarm.Do(func() { l.warmGoCache(ctx) })
+		var err error
+		if goBinds, err = l.goBuildDir(dir); err != nil {
+			return nil, err
+		}
 	}
 	// go_test builds inside its one step upstream; here the build is
 	// cached and shared by the cases, so it gets the compile timeout.
@@ -459,9 +465,7 @@ func (l *Local) doCompile(ctx context.Context, spec *langSpec, req *sandboxclien
 		// build cache is writable only by go, which runs no user code.
 		st.dir = viewBuildDir
 		st.view.binds = []viewBind{{source: dir, target: viewBuildDir, flags: nsinit.BindWritable}}
-		if spec.env != nil && spec.programs[0] == "go" {
-			st.view.binds = append(st.view.binds, viewBind{source: l.goCache, target: l.goCache, flags: nsinit.BindWritable})
-		}
+		st.view.binds = append(st.view.binds, goBinds...)
 	} else {
 		st.dir = dir
 	}
@@ -530,6 +534,10 @@ func (l *Local) warmGoCache(ctx context.Context) {
 	if os.WriteFile(filepath.Join(dir, "warm_test.go"), []byte(warmGoCacheCode), 0o644) != nil {
 		return
 	}
+	goBinds, err := l.goBuildDir(dir)
+	if err != nil {
+		return
+	}
 	st := stepSpec{
 		dir:     dir,
 		timeout: 10 * time.Minute,
@@ -538,8 +546,7 @@ func (l *Local) warmGoCache(ctx context.Context) {
 	}
 	if l.iso.contained {
 		st.dir = viewBuildDir
-		st.view.binds = []viewBind{{source: dir, target: viewBuildDir, flags: nsinit.BindWritable},
-			{source: l.goCache, target: l.goCache, flags: nsinit.BindWritable}}
+		st.view.binds = append([]viewBind{{source: dir, target: viewBuildDir, flags: nsinit.BindWritable}}, goBinds...)
 	}
 	st.argv = []string{l.tools["go"], "test", "-c", "-o", "warm.bin", "warm_test.go"}
 	st.env = l.env(st.dir, goEnv)

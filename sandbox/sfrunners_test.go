@@ -48,6 +48,11 @@ var sfRunnerCases = []sfRunnerCase{
 	{name: "go_test exit without output", language: "go_test", code: "package main\nimport (\"os\"; \"testing\")\nfunc TestExit(t *testing.T) { os.Exit(3) }\n",
 		status: sandboxclient.StatusFailed, runStatus: sandboxclient.StepFinished, stdoutHas: "exit status 3\nFAIL\tcommand-line-arguments\t"},
 
+	{name: "go_test testify pass", language: "go_test", code: testifyCode("false", "true"), runTimeout: 20,
+		status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished, stdoutHas: "ok"},
+	{name: "go_test testify fail", language: "go_test", code: testifyCode("true", "true"), runTimeout: 20,
+		status: sandboxclient.StatusFailed, runStatus: sandboxclient.StepFinished, stdoutHas: "Error Trace"},
+
 	{name: "php echo", language: "php", code: "\n    <?php\n    echo \"123\";\n    ?>\n    ", runTimeout: 5,
 		status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished, stdoutHas: "123"},
 	{name: "php timeout", language: "php", code: "\n    <?php\n    sleep(2);\n    ?>\n    ", runTimeout: 0.1,
@@ -76,6 +81,37 @@ var sfRunnerCases = []sfRunnerCase{
 		status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished},
 	{name: "lua luaunit fails", language: "lua", code: "\nlu = require('luaunit')\nlu.assertEquals(1, 2)\n",
 		status: sandboxclient.StatusFailed, runStatus: sandboxclient.StepFinished, outputHas: "LuaUnit test FAILURE"},
+}
+
+// testifyCode is a go_test program asserting with testify that a close
+// pair is found (want first for a spread list, second for a close one).
+func testifyCode(first, second string) string {
+	return `
+    package main
+
+    import (
+        "math"
+        "testing"
+        "github.com/stretchr/testify/assert"
+    )
+
+    func anyClose(xs []float64, d float64) bool {
+        for i := range xs {
+            for j := i + 1; j < len(xs); j++ {
+                if math.Abs(xs[i]-xs[j]) < d {
+                    return true
+                }
+            }
+        }
+        return false
+    }
+
+    func TestAnyClose(t *testing.T) {
+        is := assert.New(t)
+        is.Equal(` + first + `, anyClose([]float64{1.0, 2.0, 3.0}, 0.5))
+        is.Equal(` + second + `, anyClose([]float64{1.0, 2.8, 3.0, 4.0, 5.0, 2.0}, 0.3))
+    }
+`
 }
 
 // TestSandboxFusionRunnerCases sends each case through `serve` and
