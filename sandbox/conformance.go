@@ -86,6 +86,11 @@ func LanguageCases() []ConformanceCase {
 		{Name: "perl/timeout", Language: "perl", Code: "1 while 1;\n", Stdin: in, Expected: out, RunTimeout: 1, Want: TO},
 		{Name: "perl/syntax", Language: "perl", Code: "my $x = ;\n", Stdin: in, Expected: out, Want: RE},
 
+		{Name: "typescript/correct", Language: "typescript", Code: "const [a, b]: number[] = require('fs').readFileSync(0, 'utf8').trim().split(' ').map(Number);\nconsole.log(a + b);\n", Stdin: in, Expected: out, Want: T},
+		{Name: "typescript/wrong", Language: "typescript", Code: "const [a, b]: number[] = require('fs').readFileSync(0, 'utf8').trim().split(' ').map(Number);\nconsole.log(a * b);\n", Stdin: in, Expected: out, Want: F},
+		{Name: "typescript/runtime", Language: "typescript", Code: "throw new Error('boom');\n", Stdin: in, Expected: out, Want: RE},
+		{Name: "typescript/timeout", Language: "typescript", Code: "while (true) {}\n", Stdin: in, Expected: out, RunTimeout: 2, Want: TO},
+
 		{Name: "php/correct", Language: "php", Code: "<?php\n[$a, $b] = array_map('intval', explode(' ', trim(fgets(STDIN))));\necho $a + $b, \"\\n\";\n", Stdin: in, Expected: out, Want: T},
 		{Name: "php/no-tag", Language: "php", Code: "\n  [$a, $b] = array_map('intval', explode(' ', trim(fgets(STDIN))));\necho $a + $b, \"\\n\";\n", Stdin: in, Expected: out, Want: T},
 		{Name: "php/wrong", Language: "php", Code: "<?php\necho 6, \"\\n\";\n", Stdin: in, Expected: out, Want: F},

@@ -35,6 +35,7 @@ var toolOrder = []struct{ lang, prog string }{
 	{"python", "python3"}, {"cpp", "g++"}, {"go, go_test", "go"}, {"java", "javac"},
 	{"java", "java"}, {"nodejs", "node"}, {"bash", "bash"}, {"rust", "rustc"},
 	{"perl", "perl"}, {"php", "php"}, {"ruby", "ruby"}, {"lua", "lua"},
+	{"typescript", "tsx"},
 }
 
 // findTools resolves every program to an absolute path of the real binary
@@ -304,7 +305,7 @@ var languagePackages = map[string]string{
 	"python": "python3", "cpp": "g++", "nodejs": "nodejs", "go": "golang-go", "go_test": "golang-go",
 	"java": "default-jdk-headless", "bash": "bash", "rust": "rustc", "sql": "nothing: SandboxFusion has no runner for it and answers SandboxError, as this sandbox does",
 	"perl": "perl (and libtest-deep-perl, libdata-compare-perl for MultiPL-E's tests)",
-	"php":  "php-cli", "ruby": "ruby", "lua": "lua5.4", "R": "r-base-core", "typescript": "npm's tsx",
+	"php":  "php-cli", "ruby": "ruby", "lua": "lua5.4", "R": "r-base-core", "typescript": "tsx (npm install -g tsx)",
 	"csharp": "dotnet (not in Debian)", "scala": "scala", "kotlin_script": "kotlin", "racket": "racket",
 	"D_ut": "dmd (not in Debian; ldc is)", "verilog": "iverilog", "pytest": "python3-pytest",
 	"junit": "junit5", "jest": "npm's jest", "julia": "julia (not in Debian 12)", "cuda": "nvcc and a GPU",

@@ -66,7 +66,7 @@ func phpSource(code string) string {
 // run, the program a runner would need ("": SandboxFusion has no runner
 // for it either, and a runner here would change verl's verdict).
 var unrunnable = map[string]string{
-	"csharp": "dotnet", "typescript": "tsx", "sql": "",
+	"csharp": "dotnet", "sql": "",
 	"cuda": "nvcc", "R": "Rscript", "D_ut": "dmd",
 	"scala": "scala", "julia": "julia", "pytest": "pytest",
 	"junit": "junit-platform-console-standalone", "kotlin_script": "kotlinc",
@@ -121,6 +121,21 @@ var languages = map[string]*langSpec{
 				argv = append(argv, fmt.Sprintf("--max-old-space-size=%d", heapMB(memMB)))
 			}
 			return append(argv, filepath.Join(runDir, "solution.js"))
+		},
+	},
+	// tsx runs TypeScript as SandboxFusion runs it. It starts Node.js
+	// processes of its own, which get the heap flag through NODE_OPTIONS.
+	"typescript": {
+		programs:    []string{"tsx", "node"},
+		runProgram:  "tsx",
+		source:      "solution.ts",
+		heapLimited: true,
+		run: func(l *Local, runDir, _ string, memMB int) []string {
+			argv := []string{l.tools["tsx"], filepath.Join(runDir, "solution.ts")}
+			if memMB > 0 {
+				argv = append([]string{"/usr/bin/env", fmt.Sprintf("NODE_OPTIONS=--max-old-space-size=%d", heapMB(memMB))}, argv...)
+			}
+			return argv
 		},
 	},
 	"cpp": {

@@ -53,6 +53,17 @@ var sfRunnerCases = []sfRunnerCase{
 	{name: "go_test testify fail", language: "go_test", code: testifyCode("true", "true"), runTimeout: 20,
 		status: sandboxclient.StatusFailed, runStatus: sandboxclient.StepFinished, stdoutHas: "Error Trace"},
 
+	{name: "typescript print", language: "typescript", code: "\n    const x: number = 123;\n    console.log(x);\n", runTimeout: 10,
+		status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished, stdoutHas: "123"},
+	{name: "typescript timeout", language: "typescript",
+		code:       "\n    import util from 'util';\n\n    const sleep = util.promisify(setTimeout);\n\n    async function main() {\n        await sleep(200);\n    }\n\n    main();\n",
+		runTimeout: 0.1, status: sandboxclient.StatusFailed, runStatus: sandboxclient.StepTimeLimitExceeded},
+	{name: "typescript assertion error", language: "typescript", code: "\n    import assert from \"assert\";\n    assert.strictEqual(1, 2, '1 !== 2');\n",
+		status: sandboxclient.StatusFailed, runStatus: sandboxclient.StepFinished, outputHas: "AssertionError"},
+	// HumanEval-X's console.assert only prints.
+	{name: "typescript console.assert", language: "typescript", code: "console.assert(1 === 2);",
+		status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished, outputHas: "Assertion failed"},
+
 	{name: "php echo", language: "php", code: "\n    <?php\n    echo \"123\";\n    ?>\n    ", runTimeout: 5,
 		status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished, stdoutHas: "123"},
 	{name: "php timeout", language: "php", code: "\n    <?php\n    sleep(2);\n    ?>\n    ", runTimeout: 0.1,
@@ -155,10 +166,11 @@ func TestNewRunnersAreContained(t *testing.T) {
 		"lua":  "while true do os.execute('sh -c \\':(){ :|:& };:\\'') end\n",
 	}
 	writers := map[string]string{
-		"perl": fmt.Sprintf("for my $p (%q, \"/usr/pwned\", \"/etc/pwned\") { if (open(my $f, '>', $p)) { print \"wrote $p\\n\" } else { print \"refused $p\\n\" } }\n", target),
-		"php":  fmt.Sprintf("<?php\nforeach ([%q, '/usr/pwned', '/etc/pwned'] as $p) { echo @file_put_contents($p, 'x') === false ? \"refused $p\\n\" : \"wrote $p\\n\"; }\n", target),
-		"ruby": fmt.Sprintf("[%q, '/usr/pwned', '/etc/pwned'].each { |p| begin; File.write(p, 'x'); puts \"wrote #{p}\"; rescue SystemCallError; puts \"refused #{p}\"; end }\n", target),
-		"lua":  fmt.Sprintf("for _, p in ipairs({%q, '/usr/pwned', '/etc/pwned'}) do local f = io.open(p, 'w'); if f then f:write('x'); f:close(); print('wrote ' .. p) else print('refused ' .. p) end end\n", target),
+		"perl":       fmt.Sprintf("for my $p (%q, \"/usr/pwned\", \"/etc/pwned\") { if (open(my $f, '>', $p)) { print \"wrote $p\\n\" } else { print \"refused $p\\n\" } }\n", target),
+		"php":        fmt.Sprintf("<?php\nforeach ([%q, '/usr/pwned', '/etc/pwned'] as $p) { echo @file_put_contents($p, 'x') === false ? \"refused $p\\n\" : \"wrote $p\\n\"; }\n", target),
+		"ruby":       fmt.Sprintf("[%q, '/usr/pwned', '/etc/pwned'].each { |p| begin; File.write(p, 'x'); puts \"wrote #{p}\"; rescue SystemCallError; puts \"refused #{p}\"; end }\n", target),
+		"typescript": fmt.Sprintf("for (const p of [%q, '/usr/pwned', '/etc/pwned']) { try { require('fs').writeFileSync(p, 'x'); console.log('wrote ' + p) } catch (e) { console.log('refused ' + p) } }\n", target),
+		"lua":        fmt.Sprintf("for _, p in ipairs({%q, '/usr/pwned', '/etc/pwned'}) do local f = io.open(p, 'w'); if f then f:write('x'); f:close(); print('wrote ' .. p) else print('refused ' .. p) end end\n", target),
 	}
 	for lang, code := range bombs {
 		t.Run(lang+" fork bomb", func(t *testing.T) {
