@@ -56,29 +56,3 @@ func TestPCHSameResults(t *testing.T) {
 		})
 	}
 }
-
-// TestDoctorListsEveryVerlLanguage: doctor's language table has each of
-// verl's languages once, says the ones with a runner here run (their
-// toolchain being there), and names a package for the others.
-func TestDoctorListsEveryVerlLanguage(t *testing.T) {
-	rows := Languages()
-	if len(rows) != len(sandboxclient.SupportedLanguages) {
-		t.Fatalf("%d rows for %d languages", len(rows), len(sandboxclient.SupportedLanguages))
-	}
-	tools, _ := findTools(false)
-	for i, r := range rows {
-		if r.Name != sandboxclient.SupportedLanguages[i] {
-			t.Errorf("row %d is %s, want %s", i, r.Name, sandboxclient.SupportedLanguages[i])
-		}
-		spec, runs := languages[r.Name]
-		if runs && tools[spec.programs[0]] != "" && !r.Available {
-			t.Errorf("%s has its toolchain but is not available: %s", r.Name, r.Detail)
-		}
-		if !r.Available && (languagePackages[r.Name] == "" || !strings.Contains(r.Detail, languagePackages[r.Name])) {
-			t.Errorf("%s: no package named: %s", r.Name, r.Detail)
-		}
-		if !runs && r.Available {
-			t.Errorf("%s has no runner but is listed as available", r.Name)
-		}
-	}
-}
