@@ -91,6 +91,10 @@ func LanguageCases() []ConformanceCase {
 		{Name: "typescript/runtime", Language: "typescript", Code: "throw new Error('boom');\n", Stdin: in, Expected: out, Want: RE},
 		{Name: "typescript/timeout", Language: "typescript", Code: "while (true) {}\n", Stdin: in, Expected: out, RunTimeout: 2, Want: TO},
 
+		{Name: "pytest/pass", Language: "pytest", Code: "def add(a, b):\n    return a + b\n\ndef test_add():\n    assert add(2, 3) == 5\n", Want: T},
+		{Name: "pytest/fail", Language: "pytest", Code: "def add(a, b):\n    return a - b\n\ndef test_add():\n    assert add(2, 3) == 5\n", Want: RE},
+		{Name: "pytest/timeout", Language: "pytest", Code: "def test_forever():\n    while True:\n        pass\n", RunTimeout: 2, Want: TO},
+
 		{Name: "php/correct", Language: "php", Code: "<?php\n[$a, $b] = array_map('intval', explode(' ', trim(fgets(STDIN))));\necho $a + $b, \"\\n\";\n", Stdin: in, Expected: out, Want: T},
 		{Name: "php/no-tag", Language: "php", Code: "\n  [$a, $b] = array_map('intval', explode(' ', trim(fgets(STDIN))));\necho $a + $b, \"\\n\";\n", Stdin: in, Expected: out, Want: T},
 		{Name: "php/wrong", Language: "php", Code: "<?php\necho 6, \"\\n\";\n", Stdin: in, Expected: out, Want: F},

@@ -35,7 +35,7 @@ var toolOrder = []struct{ lang, prog string }{
 	{"python", "python3"}, {"cpp", "g++"}, {"go, go_test", "go"}, {"java", "javac"},
 	{"java", "java"}, {"nodejs", "node"}, {"bash", "bash"}, {"rust", "rustc"},
 	{"perl", "perl"}, {"php", "php"}, {"ruby", "ruby"}, {"lua", "lua"},
-	{"typescript", "tsx"},
+	{"typescript", "tsx"}, {"pytest", "pytest"},
 }
 
 // findTools resolves every program to an absolute path of the real binary

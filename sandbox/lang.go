@@ -68,7 +68,7 @@ func phpSource(code string) string {
 var unrunnable = map[string]string{
 	"csharp": "dotnet", "sql": "",
 	"cuda": "nvcc", "R": "Rscript", "D_ut": "dmd",
-	"scala": "scala", "julia": "julia", "pytest": "pytest",
+	"scala": "scala", "julia": "julia",
 	"junit": "junit-platform-console-standalone", "kotlin_script": "kotlinc",
 	"jest": "jest", "verilog": "iverilog", "python_gpu": "a GPU python runtime",
 	"lean": "lean", "swift": "swift", "racket": "racket",
@@ -187,9 +187,10 @@ var languages = map[string]*langSpec{
 			return []string{filepath.Join(binDir, "test.bin")}
 		},
 	},
-	"perl": interpreted("perl", "solution.pl"),
-	"ruby": interpreted("ruby", "solution.rb"),
-	"lua":  interpreted("lua", "solution.lua"),
+	"perl":   interpreted("perl", "solution.pl"),
+	"pytest": interpreted("pytest", "test_solution.py"),
+	"ruby":   interpreted("ruby", "solution.rb"),
+	"lua":    interpreted("lua", "solution.lua"),
 	"php": func() *langSpec {
 		spec := interpreted("php", "solution.php", "-f")
 		spec.prepare = phpSource

@@ -752,7 +752,7 @@ func dump(v any) string {
 var toolFor = map[string]string{
 	"python": "python3", "cpp": "g++", "go": "go", "go_test": "go", "java": "javac",
 	"nodejs": "node", "bash": "bash", "rust": "rustc", "perl": "perl",
-	"php": "php", "ruby": "ruby", "lua": "lua", "typescript": "tsx",
+	"php": "php", "ruby": "ruby", "lua": "lua", "typescript": "tsx", "pytest": "pytest",
 }
 
 // goTestTime is the duration `go test` prints after its package.

@@ -64,6 +64,15 @@ var sfRunnerCases = []sfRunnerCase{
 	{name: "typescript console.assert", language: "typescript", code: "console.assert(1 === 2);",
 		status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished, outputHas: "Assertion failed"},
 
+	// Tests with pytest's fixtures (capfd, tmp_path), passing and failing;
+	// the same code as plain python just defines them and succeeds.
+	{name: "pytest fixtures pass", language: "pytest", code: wordCountTests(""), runTimeout: 10,
+		status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished, stdoutHas: "2 passed"},
+	{name: "pytest fixtures fail", language: "pytest", code: wordCountTests("not "), runTimeout: 10,
+		status: sandboxclient.StatusFailed, runStatus: sandboxclient.StepFinished, stdoutHas: "2 failed"},
+	{name: "pytest code as python", language: "python", code: wordCountTests("not "), runTimeout: 10,
+		status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished},
+
 	{name: "php echo", language: "php", code: "\n    <?php\n    echo \"123\";\n    ?>\n    ", runTimeout: 5,
 		status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished, stdoutHas: "123"},
 	{name: "php timeout", language: "php", code: "\n    <?php\n    sleep(2);\n    ?>\n    ", runTimeout: 0.1,
@@ -122,6 +131,34 @@ func testifyCode(first, second string) string {
         is.Equal(` + first + `, anyClose([]float64{1.0, 2.0, 3.0}, 0.5))
         is.Equal(` + second + `, anyClose([]float64{1.0, 2.8, 3.0, 4.0, 5.0, 2.0}, 0.3))
     }
+`
+}
+
+// wordCountTests is a word counter with two pytest tests of it; negate
+// ("not ") turns both assertions around.
+func wordCountTests(negate string) string {
+	return `
+import string
+from collections import Counter
+
+def word_count(path):
+    with open(path, encoding="utf-8") as f:
+        text = f.read().translate(str.maketrans("", "", string.punctuation)).lower()
+    for word, n in sorted(Counter(text.split()).items(), key=lambda kv: kv[1], reverse=True):
+        print(f"'{word}': {n}")
+
+class TestWordCount:
+    def test_case(self, capfd, tmp_path):
+        p = tmp_path / "case.txt"
+        p.write_text("Case case CASE", encoding="utf-8")
+        word_count(p)
+        assert "'case': 3" ` + negate + `in capfd.readouterr().out
+
+    def test_punctuation(self, capfd, tmp_path):
+        p = tmp_path / "punct.txt"
+        p.write_text("Some words, with commas.", encoding="utf-8")
+        word_count(p)
+        assert "'some': 1\n'words': 1\n'with': 1\n'commas': 1\n" ` + negate + `in capfd.readouterr().out
 `
 }
 
