@@ -376,6 +376,11 @@ func bind(src, dst string, flags int) error {
 		return err
 	}
 	mf := uintptr(st.Flags) & mountFlagsKept
+	// statfs says relatime with its own bit (ST_RELATIME), not MS_RELATIME.
+	const stRelatime = 0x1000
+	if st.Flags&stRelatime != 0 {
+		mf |= syscall.MS_RELATIME
+	}
 	mf |= syscall.MS_NOSUID
 	if flags&BindDevice == 0 {
 		mf |= syscall.MS_NODEV
