@@ -42,16 +42,11 @@ type initResult struct {
 // as the step's init, reading its script on fd 3 and reporting on fd 4;
 // extra files are its fds 5, 6, ...
 func (l *Local) initCommand(script []byte, attr *syscall.SysProcAttr, extra ...*os.File) (*exec.Cmd, *initReport, error) {
-	scriptR, scriptW, err := os.Pipe()
+	pipes, err := openPipes(2)
 	if err != nil {
-		return nil, nil, fmt.Errorf("create pipe: %w", err)
+		return nil, nil, err
 	}
-	repR, repW, err := os.Pipe()
-	if err != nil {
-		scriptR.Close()
-		scriptW.Close()
-		return nil, nil, fmt.Errorf("create pipe: %w", err)
-	}
+	scriptR, scriptW, repR, repW := pipes[0], pipes[1], pipes[2], pipes[3]
 	go func() {
 		scriptW.Write(script) // an init that died early is seen by Wait
 		scriptW.Close()

@@ -330,18 +330,28 @@ func (l *Local) startStep(s *stepSpec, uid int, fork bool, stdin, stdout, stderr
 	return p, nil
 }
 
-func (l *Local) runStepAs(ctx context.Context, s *stepSpec, uid int, fork bool) (*sandboxclient.StepResult, map[string]string, error) {
-	perUser, contained := uid >= 0, l.iso.contained
-	var pipes [6]*os.File // stdin r/w, stdout r/w, stderr r/w
-	for i := 0; i < len(pipes); i += 2 {
+// openPipes opens n pipes and returns their ends, the read end first for
+// each; on an error none is left open.
+func openPipes(n int) ([]*os.File, error) {
+	ends := make([]*os.File, 0, 2*n)
+	for range n {
 		r, w, err := os.Pipe()
 		if err != nil {
-			for _, f := range pipes[:i] {
+			for _, f := range ends {
 				f.Close()
 			}
-			return nil, nil, fmt.Errorf("create pipe: %w", err)
+			return nil, fmt.Errorf("create pipe: %w", err)
 		}
-		pipes[i], pipes[i+1] = r, w
+		ends = append(ends, r, w)
+	}
+	return ends, nil
+}
+
+func (l *Local) runStepAs(ctx context.Context, s *stepSpec, uid int, fork bool) (*sandboxclient.StepResult, map[string]string, error) {
+	perUser, contained := uid >= 0, l.iso.contained
+	pipes, err := openPipes(3) // stdin, stdout, stderr
+	if err != nil {
+		return nil, nil, err
 	}
 	inW, outR, errR := pipes[1], pipes[2], pipes[4]
 	start := l.now()

@@ -65,32 +65,35 @@ type forkServers struct {
 // here, and why not where they do not. A server that cannot start shows
 // only once one was tried (doctor runs a probe).
 func (l *Local) ForkServerState() (using bool, detail string) {
-	f := &l.forks
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	switch {
-	case l.opts.NoFastPaths:
-		return false, "turned off"
-	case !l.iso.contained || !l.iso.perRunUser:
-		return false, "needs the filesystem view and a per-run user (root)"
-	case l.tools["python3"] == "":
-		return false, "no python3"
-	case f.failed != "":
-		return false, f.failed
+	l.forks.mu.Lock()
+	defer l.forks.mu.Unlock()
+	if why := l.forkServerOff(); why != "" {
+		return false, why
 	}
 	return true, "runs fork from a pre-started " + l.tools["python3"]
+}
+
+// forkServerOff says why runs cannot use the fork server, or "" where
+// they can. The caller holds l.forks.mu.
+func (l *Local) forkServerOff() string {
+	switch {
+	case l.opts.NoFastPaths:
+		return "turned off"
+	case !l.iso.contained || !l.iso.perRunUser:
+		return "needs the filesystem view and a per-run user (root)"
+	case l.tools["python3"] == "":
+		return "no python3"
+	}
+	return l.forks.failed
 }
 
 // forkServer returns the server for steps with these limits, starting it
 // on first use; nil where runs start the plain way.
 func (l *Local) forkServer(lim limits) *forkServer {
-	if l.opts.NoFastPaths || !l.iso.contained || !l.iso.perRunUser {
-		return nil
-	}
 	f := &l.forks
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.failed != "" {
+	if l.forkServerOff() != "" {
 		return nil
 	}
 	if fs := f.servers[lim.stackMB]; fs != nil {
@@ -166,25 +169,22 @@ func (l *Local) startForkServer(lim limits) (*forkServer, error) {
 	}
 	theirs := os.NewFile(uintptr(fds[1]), "fork server control")
 	defer theirs.Close()
+	pipes, err := openPipes(2) // stdin, stdout and stderr together
+	if err != nil {
+		syscall.Close(fds[0])
+		return nil, err
+	}
+	stdinR, errR, errW := pipes[0], pipes[2], pipes[3]
+	defer stdinR.Close()
+	pipes[1].Close() // the server never reads its stdin, nor do runs inherit it
+	defer errW.Close()
 	cmd, report, err := l.initCommand(script, l.stepAttr(-1), theirs)
 	if err != nil {
+		errR.Close()
 		syscall.Close(fds[0])
 		return nil, err
 	}
 	fs := &forkServer{ctl: fds[0], env: s.env, exited: make(chan struct{}), stderr: &cappedBuffer{max: 64 << 10}}
-	stdinR, stdinW, err := os.Pipe()
-	if err != nil {
-		syscall.Close(fds[0])
-		return nil, err
-	}
-	defer stdinR.Close()
-	stdinW.Close() // the server never reads its stdin, nor do runs inherit it
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		syscall.Close(fds[0])
-		return nil, err
-	}
-	defer errW.Close()
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, errW, errW
 	err = cmd.Start()
 	report.started(err == nil)
@@ -213,20 +213,13 @@ func (fs *forkServer) start(s *stepSpec, script []byte, stdin, stdout, stderr *o
 	if !slices.Equal(s.env, fs.env) {
 		return nil, errors.New("the run's environment is not the fork server's")
 	}
-	var pipes [6]*os.File // script, report, kill: read and write ends
-	for i := 0; i < len(pipes); i += 2 {
-		r, w, err := os.Pipe()
-		if err != nil {
-			for _, f := range pipes[:i] {
-				f.Close()
-			}
-			return nil, fmt.Errorf("create pipe: %w", err)
-		}
-		pipes[i], pipes[i+1] = r, w
+	pipes, err := openPipes(3) // script, report, kill
+	if err != nil {
+		return nil, err
 	}
 	scriptR, scriptW, repR, repW, killR, killW := pipes[0], pipes[1], pipes[2], pipes[3], pipes[4], pipes[5]
 	rights := syscall.UnixRights(int(scriptR.Fd()), int(stdin.Fd()), int(stdout.Fd()), int(stderr.Fd()), int(repW.Fd()), int(killR.Fd()))
-	err := syscall.Sendmsg(fs.ctl, []byte{'r'}, rights, nil, 0)
+	err = syscall.Sendmsg(fs.ctl, []byte{'r'}, rights, nil, 0)
 	scriptR.Close()
 	repW.Close()
 	killR.Close()

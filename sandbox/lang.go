@@ -94,22 +94,8 @@ func heapMB(memMB int) int {
 }
 
 var languages = map[string]*langSpec{
-	"python": {
-		programs:   []string{"python3"},
-		runProgram: "python3",
-		source:     "solution.py",
-		run: func(l *Local, runDir, _ string, _ int) []string {
-			return []string{l.tools["python3"], filepath.Join(runDir, "solution.py")}
-		},
-	},
-	"bash": {
-		programs:   []string{"bash"},
-		runProgram: "bash",
-		source:     "solution.sh",
-		run: func(l *Local, runDir, _ string, _ int) []string {
-			return []string{l.tools["bash"], filepath.Join(runDir, "solution.sh")}
-		},
-	},
+	"python": interpreted("python3", "solution.py"),
+	"bash":   interpreted("bash", "solution.sh"),
 	"nodejs": {
 		programs:    []string{"node"},
 		runProgram:  "node",
