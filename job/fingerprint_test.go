@@ -15,7 +15,8 @@ import (
 func TestFingerprintCoversEveryOption(t *testing.T) {
 	classes := map[string]map[string]bool{ // struct -> field -> fingerprinted
 		"Options": {"MaxConcurrent": false, "Timeout": true, "MemoryLimitMB": true, "Mode": true, "Language": true,
-			"Extract": true, "NoCompileSkip": false, "NoDedup": false, "Window": false, "Cache": false, "CacheTimeouts": false},
+			"Extract": true, "NoCompileSkip": false, "NoDedup": false, "Window": false, "Cache": false, "CacheTimeouts": false,
+			"Compare": true, "CheckerKey": true},
 		"rollout.Options": {"ResponseKey": true, "DataSourceKey": true, "RequireDataSource": false, "GroundTruthKey": true,
 			"ScoreKey": false, "LanguageKey": true, "BatchRows": false, "Warn": false},
 	}
@@ -47,6 +48,24 @@ func TestFingerprintCoversEveryOption(t *testing.T) {
 				fv.SetFloat(fv.Float() + 1.5)
 			case reflect.Bool:
 				fv.SetBool(!fv.Bool())
+			case reflect.Struct:
+				// Each field of a struct option (Comparison) changes it.
+				for k := range fv.NumField() {
+					sub := changed
+					sf := target(&sub).Field(i).Field(k)
+					switch sf.Kind() {
+					case reflect.Int:
+						sf.SetInt(sf.Int() + 3)
+					case reflect.Float64:
+						sf.SetFloat(sf.Float() + 1.5)
+					default:
+						t.Fatalf("%s.%s.%d: kind %s not handled by this test", name, f.Name, k, sf.Kind())
+					}
+					if got := runFingerprint(sub.engine, sub.job) != runFingerprint(base.engine, base.job); got != want {
+						t.Errorf("%s.%s field %d: changing it changes the fingerprint: %v, want %v", name, f.Name, k, got, want)
+					}
+				}
+				continue
 			case reflect.Func, reflect.Interface:
 				continue // a callback or a cache changes nothing recorded
 			default:

@@ -41,27 +41,39 @@ type rowRecord struct {
 }
 
 type responseRecord struct {
-	Reward   float64  `json:"reward"`
-	Verdicts []int8   `json:"verdicts"`
-	Statuses []string `json:"statuses"`
-	Err      *string  `json:"error,omitempty"`
-	Requests int      `json:"requests,omitempty"`
-	Saved    int      `json:"saved,omitempty"`
-	Deduped  int      `json:"deduped,omitempty"`
-	Cached   int      `json:"cached,omitempty"`
-	Retries  int      `json:"retries,omitempty"`
-	Infra    bool     `json:"infra,omitempty"`
+	Reward float64 `json:"reward"`
+	// RewardExact is the reward under verl's exact comparison, kept when
+	// the run compares otherwise.
+	RewardExact *float64 `json:"reward_exact,omitempty"`
+	Verdicts    []int8   `json:"verdicts"`
+	Statuses    []string `json:"statuses"`
+	Err         *string  `json:"error,omitempty"`
+	Requests    int      `json:"requests,omitempty"`
+	Saved       int      `json:"saved,omitempty"`
+	Deduped     int      `json:"deduped,omitempty"`
+	Cached      int      `json:"cached,omitempty"`
+	Retries     int      `json:"retries,omitempty"`
+	Infra       bool     `json:"infra,omitempty"`
 }
 
 func (r *rowRecord) rowResult() rollout.RowResult {
 	var rr rollout.RowResult
 	for _, s := range r.Responses {
 		rr.Rewards = append(rr.Rewards, s.Reward)
+		rr.RewardsExact = append(rr.RewardsExact, s.exact())
 		rr.CaseResults = append(rr.CaseResults, s.Verdicts)
 		rr.CaseStatus = append(rr.CaseStatus, s.Statuses)
 		rr.Errors = append(rr.Errors, s.Err)
 	}
 	return rr
+}
+
+// exact is the response's reward under verl's exact comparison.
+func (r *responseRecord) exact() float64 {
+	if r.RewardExact != nil {
+		return *r.RewardExact
+	}
+	return r.Reward
 }
 
 func fingerprint(parts ...any) string {

@@ -38,12 +38,17 @@ type shardHeader struct {
 	Input   string `json:"input"`
 	// Settings identifies the scoring settings, the shard left out: every
 	// shard of one job has the same.
-	Settings    string  `json:"settings"`
-	K           int     `json:"shard"`
-	N           int     `json:"shards"`
-	Rows        int     `json:"rows"`
-	InfraErrors string  `json:"infra_errors"`
-	CasesOut    string  `json:"cases_out,omitempty"`
+	Settings    string `json:"settings"`
+	K           int    `json:"shard"`
+	N           int    `json:"shards"`
+	Rows        int    `json:"rows"`
+	InfraErrors string `json:"infra_errors"`
+	CasesOut    string `json:"cases_out,omitempty"`
+	// RewardExact says the rows carry reward_exact (a compare mode or
+	// checkers), and Compare and Checker which.
+	RewardExact bool    `json:"reward_exact,omitempty"`
+	Compare     string  `json:"compare,omitempty"`
+	Checker     string  `json:"checker_key,omitempty"`
 	WallSeconds float64 `json:"wall_seconds"`
 	// Figures of the summary that the row records do not carry.
 	InvalidUTF8Rows  int    `json:"rows_with_invalid_utf8"`
@@ -72,14 +77,15 @@ func (r readerSettings) options() rollout.Options {
 
 // writeShardFile writes the shard file of a finished --shard run from its
 // journal; settings is the run's fingerprint without the shard.
-func writeShardFile(opts Options, fp, settings string, sum *Summary, jpath string) error {
+func writeShardFile(opts Options, wo rollout.WriteOptions, fp, settings string, sum *Summary, jpath string) error {
 	recs, err := loadJournal(jpath, opts.Input, fp)
 	if err != nil {
 		return err
 	}
 	hdr := shardHeader{Version: shardVersion, Input: opts.Input, Settings: settings, K: opts.Shard.K, N: opts.Shard.N,
 		Rows: len(recs), InfraErrors: sum.InfraErrors, WallSeconds: sum.WallSeconds, InvalidUTF8Rows: sum.InvalidUTF8Rows,
-		InvalidUTF8Bytes: sum.InvalidUTF8Bytes, FirstInfraError: sum.FirstInfraError, Reader: readerSettingsOf(opts.Reader)}
+		InvalidUTF8Bytes: sum.InvalidUTF8Bytes, FirstInfraError: sum.FirstInfraError, Reader: readerSettingsOf(opts.Reader),
+		RewardExact: wo.RewardExact, Compare: sum.Compare, Checker: sum.Checker}
 	if opts.CasesOut != "" {
 		hdr.CasesOut, _ = filepath.Abs(opts.CasesOut)
 	}
@@ -173,6 +179,7 @@ func Merge(opts MergeOptions) (*Summary, error) {
 		cases = append(cases, s.hdr.CasesOut)
 	}
 	sum := newSummary(first.Input, opts.Output, first.InfraErrors == "mask")
+	sum.Compare, sum.Checker = first.Compare, first.Checker
 	var wall float64
 	for _, s := range shards {
 		wall += s.hdr.WallSeconds
@@ -207,7 +214,7 @@ func rewrite(out string, first shardHeader, shards []*shardInput, sum *Summary) 
 		return fmt.Errorf("merge: the shards' input: %w", err)
 	}
 	defer rd.Close()
-	w, err := rollout.Create(out, rd)
+	w, err := rollout.CreateWith(out, rd, rollout.WriteOptions{RewardExact: first.RewardExact})
 	if err != nil {
 		return err
 	}

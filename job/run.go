@@ -83,7 +83,7 @@ func runFingerprint(eo score.Options, opts Options) string {
 	}
 	return fingerprint(eo.Mode, eo.Language, eo.Extract, eo.Timeout,
 		eo.MemoryLimitMB, opts.Reader.ResponseKey, opts.Reader.DataSourceKey, opts.Reader.GroundTruthKey,
-		opts.Reader.LanguageKey, opts.DataSource, opts.CasesOut != "", shard)
+		opts.Reader.LanguageKey, opts.DataSource, opts.CasesOut != "", shard, eo.Compare, eo.CheckerKey)
 }
 
 // ResolveOutput is the output path for -o output: "" gives
@@ -174,7 +174,7 @@ func Run(ctx context.Context, eng *score.Engine, opts Options) (*Summary, error)
 	var w rollout.Writer
 	if toStdout {
 		w = rollout.NewJSONLWriter(opts.Stdout)
-	} else if w, err = rollout.Create(opts.Output, rd); err != nil {
+	} else if w, err = rollout.CreateWith(opts.Output, rd, writeOptions(eng.Options())); err != nil {
 		return nil, err
 	}
 	committed := false
@@ -216,7 +216,7 @@ func Run(ctx context.Context, eng *score.Engine, opts Options) (*Summary, error)
 		rows.Total.Store(int64(opts.Shard.K+1)*total/int64(opts.Shard.N) - int64(opts.Shard.K)*total/int64(opts.Shard.N))
 	}
 
-	p := &pipeline{opts: opts, mode: eng.Options().Mode, w: w, cw: cw, jr: jr, done: done, slotOf: map[int64]slot{},
+	p := &pipeline{opts: opts, mode: eng.Options().Mode, wo: writeOptions(eng.Options()), w: w, cw: cw, jr: jr, done: done, slotOf: map[int64]slot{},
 		sum: newSummary(opts.Input, opts.Output, opts.MaskInfra), rows: rows}
 	in := make(chan score.Solution, 64)
 	readErr := make(chan error, 1)
@@ -242,6 +242,10 @@ func Run(ctx context.Context, eng *score.Engine, opts Options) (*Summary, error)
 	if opts.Shard != nil {
 		p.sum.Shard = opts.Shard.String()
 	}
+	if eo := eng.Options(); !eo.Compare.Exact() {
+		p.sum.Compare = eo.Compare.String()
+	}
+	p.sum.Checker = eng.Options().CheckerKey
 	if opts.Endpoints != nil {
 		p.sum.Endpoints = opts.Endpoints()
 	}
@@ -286,7 +290,7 @@ func Run(ctx context.Context, eng *score.Engine, opts Options) (*Summary, error)
 	if opts.Shard != nil {
 		unsharded := opts
 		unsharded.Shard = nil
-		if err := writeShardFile(opts, fp, runFingerprint(eng.Options(), unsharded), p.sum, jpath); err != nil {
+		if err := writeShardFile(opts, writeOptions(eng.Options()), fp, runFingerprint(eng.Options(), unsharded), p.sum, jpath); err != nil {
 			return p.sum, err
 		}
 	}
@@ -302,6 +306,7 @@ func Run(ctx context.Context, eng *score.Engine, opts Options) (*Summary, error)
 type pipeline struct {
 	opts Options
 	mode score.Mode
+	wo   rollout.WriteOptions
 	w    rollout.Writer
 	cw   *casesWriter
 	jr   *journal
@@ -460,7 +465,7 @@ func (p *pipeline) collect(r *score.Result) error {
 	if rec == nil {
 		return nil
 	}
-	rr := responseRecord{Reward: r.Score, Verdicts: r.Verdicts(), Statuses: r.Statuses(),
+	rr := responseRecord{Reward: r.Score, RewardExact: p.exactOf(r), Verdicts: r.Verdicts(), Statuses: r.Statuses(),
 		Requests: r.Requests, Saved: r.Saved, Deduped: r.Deduped, Cached: r.Cached, Retries: r.Retries, Infra: r.Infra()}
 	if r.Err != "" {
 		e := r.Err
@@ -490,6 +495,20 @@ func (p *pipeline) collect(r *score.Result) error {
 		return err
 	}
 	return nil
+}
+
+// exactOf is r's exact reward, kept when the run compares otherwise.
+func (p *pipeline) exactOf(r *score.Result) *float64 {
+	if !p.wo.RewardExact {
+		return nil
+	}
+	x := r.ScoreExact
+	return &x
+}
+
+// writeOptions are the optional output columns of a run under eo.
+func writeOptions(eo score.Options) rollout.WriteOptions {
+	return rollout.WriteOptions{RewardExact: !eo.Compare.Exact() || eo.CheckerKey != ""}
 }
 
 func (p *pipeline) finishRow(bs *batchState, i int, rec *rowRecord, fromJournal bool) {

@@ -16,11 +16,15 @@ import (
 
 // Summary is what a run reports, per data source and overall.
 type Summary struct {
-	Input       string            `json:"input"`
-	Output      string            `json:"output"`
-	InfraErrors string            `json:"infra_errors"` // score or mask
-	Interrupted bool              `json:"interrupted"`
-	Shard       string            `json:"shard,omitempty"` // K/N of a --shard run
+	Input       string `json:"input"`
+	Output      string `json:"output"`
+	InfraErrors string `json:"infra_errors"` // score or mask
+	Interrupted bool   `json:"interrupted"`
+	Shard       string `json:"shard,omitempty"` // K/N of a --shard run
+	// Compare is the compare mode when not verl's exact one, and Checker
+	// the ground-truth field of checkers when there is one.
+	Compare     string            `json:"compare,omitempty"`
+	Checker     string            `json:"checker_key,omitempty"`
 	WallSeconds float64           `json:"wall_seconds"`
 	CasesPerSec float64           `json:"cases_per_second"`
 	Overall     *Group            `json:"overall"`
@@ -73,8 +77,17 @@ type Group struct {
 	InfraErrorRate float64        `json:"infra_error_rate"`
 	Masked         int            `json:"responses_masked"`
 	ResponseErrors int            `json:"responses_with_error"`
+	// With a compare mode or a checker: the mean score under verl's exact
+	// comparison, and the responses whose reward differs from that one.
+	MeanScoreExact  *float64 `json:"mean_score_exact,omitempty"`
+	DifferFromExact *int     `json:"rewards_differ_from_exact,omitempty"`
+	// Differing lists the responses whose reward differs from the exact
+	// one (up to maxListed), as "row/response".
+	Differing []string `json:"rewards_differing,omitempty"`
 
 	sumPromptMeans float64
+	sumExactMeans  float64
+	hasExact       bool
 	meanPrompts    int
 	sumScores      float64
 	keptResponses  int
@@ -140,9 +153,9 @@ func (s *Summary) foldPrompts() {
 
 func (g *Group) addRow(rec *rowRecord, mask bool) {
 	g.Prompts++
-	var sum float64
+	var sum, sumExact float64
 	n, correct, kept := 0, 0, 0
-	for _, r := range rec.Responses {
+	for j, r := range rec.Responses {
 		g.Responses++
 		n++
 		g.Requests += r.Requests
@@ -166,6 +179,10 @@ func (g *Group) addRow(rec *rowRecord, mask bool) {
 		}
 		kept++
 		sum += r.Reward
+		sumExact += r.exact()
+		if r.RewardExact != nil {
+			g.noteExact(rec, j, r)
+		}
 		if allTrue(r.Verdicts) {
 			correct++
 		}
@@ -174,6 +191,7 @@ func (g *Group) addRow(rec *rowRecord, mask bool) {
 	g.keptResponses += kept
 	if kept > 0 {
 		g.sumPromptMeans += sum / float64(kept)
+		g.sumExactMeans += sumExact / float64(kept)
 		g.meanPrompts++
 		for _, k := range ks(kept) {
 			g.passSum[k] += passAtK(kept, correct, k)
@@ -182,9 +200,30 @@ func (g *Group) addRow(rec *rowRecord, mask bool) {
 	}
 }
 
+// maxListed bounds the responses a summary lists by name.
+const maxListed = 50
+
+// noteExact counts a response whose exact reward was kept.
+func (g *Group) noteExact(rec *rowRecord, j int, r responseRecord) {
+	g.hasExact = true
+	if g.DifferFromExact == nil {
+		g.DifferFromExact = new(int)
+	}
+	if *r.RewardExact != r.Reward {
+		*g.DifferFromExact++
+		if len(g.Differing) < maxListed {
+			g.Differing = append(g.Differing, fmt.Sprintf("%d/%d", rec.Index, j))
+		}
+	}
+}
+
 func (g *Group) finish() {
 	if g.meanPrompts > 0 {
 		g.MeanScore = g.sumPromptMeans / float64(g.meanPrompts)
+		if g.hasExact {
+			m := g.sumExactMeans / float64(g.meanPrompts)
+			g.MeanScoreExact = &m
+		}
 	}
 	if g.keptResponses > 0 {
 		g.MeanOverResponses = g.sumScores / float64(g.keptResponses)
@@ -308,6 +347,7 @@ func (s *Summary) WriteTable(w io.Writer) {
 		fmt.Fprintf(w, "; %s held invalid UTF-8 (%s replaced by U+FFFD)", progress.Count(s.InvalidUTF8Rows, "row"), progress.Count(s.InvalidUTF8Bytes, "byte"))
 	}
 	fmt.Fprintln(w)
+	s.writeExactNote(w)
 	if len(s.Endpoints) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "endpoint\tweight\trequests\terrors\tejections\tmean latency ms\t")
@@ -320,6 +360,33 @@ func (s *Summary) WriteTable(w io.Writer) {
 		}
 		tw.Flush()
 	}
+}
+
+// writeExactNote says, per data source, how many rewards the compare mode
+// or the checkers changed against verl's exact rule.
+func (s *Summary) writeExactNote(w io.Writer) {
+	if s.Overall.DifferFromExact == nil {
+		return
+	}
+	how := "--compare " + s.Compare
+	if s.Compare == "" {
+		how = "checkers"
+	} else if s.Checker != "" {
+		how += " and checkers"
+	}
+	var parts []string
+	for _, src := range s.order {
+		g := s.BySource[src]
+		if g.DifferFromExact != nil && *g.DifferFromExact > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d (mean %.4f exact, %.4f now)", src, *g.DifferFromExact, *g.MeanScoreExact, g.MeanScore))
+		}
+	}
+	if len(parts) == 0 {
+		fmt.Fprintf(w, "%s changed no reward against verl's exact comparison (reward_exact)\n", how)
+		return
+	}
+	fmt.Fprintf(w, "%s changed %s against verl's exact comparison (reward_exact): %s\n",
+		how, progress.Count(*s.Overall.DifferFromExact, "reward"), strings.Join(parts, "; "))
 }
 
 // ErrTooManyInfraErrors: more responses than allowed had infrastructure

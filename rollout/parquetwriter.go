@@ -15,9 +15,9 @@ import (
 	"github.com/verl-score/verl-score/atomicfile"
 )
 
-// resultFields are the four appended fields; in list mode each is a list
+// resultFields are the appended fields; in list mode each is a list
 // aligned with the responses.
-func resultFields(isList bool) []arrow.Field {
+func resultFields(isList bool, wo WriteOptions) []arrow.Field {
 	reward := arrow.DataType(arrow.PrimitiveTypes.Float64)
 	cases := arrow.DataType(arrow.ListOf(arrow.PrimitiveTypes.Int8))
 	status := arrow.DataType(arrow.ListOf(arrow.BinaryTypes.String))
@@ -25,12 +25,16 @@ func resultFields(isList bool) []arrow.Field {
 	if isList {
 		reward, cases, status, rerr = arrow.ListOf(reward), arrow.ListOf(cases), arrow.ListOf(status), arrow.ListOf(rerr)
 	}
-	return []arrow.Field{
+	fields := []arrow.Field{
 		{Name: ColReward, Type: reward, Nullable: true},
 		{Name: ColCaseResults, Type: cases, Nullable: true},
 		{Name: ColCaseStatus, Type: status, Nullable: true},
 		{Name: ColRewardError, Type: rerr, Nullable: true},
 	}
+	if wo.RewardExact {
+		fields = append(fields, arrow.Field{Name: ColRewardExact, Type: reward, Nullable: true})
+	}
+	return fields
 }
 
 // writerOnly hides any Close method: the parquet writer closes its sink,
@@ -49,10 +53,11 @@ type parquetWriter struct {
 	nIn    int             // number of input columns
 	infer  []inferredField // for JSONL inputs: the inferred input columns
 	mem    memory.Allocator
+	wo     WriteOptions
 }
 
-func newParquetWriter(af *atomicfile.File, src Reader) (*parquetWriter, error) {
-	w := &parquetWriter{af: af, mem: memory.DefaultAllocator}
+func newParquetWriter(af *atomicfile.File, src Reader, wo WriteOptions) (*parquetWriter, error) {
+	w := &parquetWriter{af: af, mem: memory.DefaultAllocator, wo: wo}
 	if pr, ok := src.(*parquetReader); ok {
 		if err := w.start(pr.schema.Fields(), pr.respList); err != nil {
 			return nil, err
@@ -63,7 +68,7 @@ func newParquetWriter(af *atomicfile.File, src Reader) (*parquetWriter, error) {
 
 // start opens the parquet writer for the given input fields.
 func (w *parquetWriter) start(in []arrow.Field, isList bool) error {
-	fields := append(append([]arrow.Field{}, in...), resultFields(isList)...)
+	fields := append(append([]arrow.Field{}, in...), resultFields(isList, w.wo)...)
 	w.schema = arrow.NewSchema(fields, nil)
 	w.isList = isList
 	w.nIn = len(in)
@@ -132,7 +137,7 @@ func (w *parquetWriter) Write(b *Batch, res []RowResult) error {
 		return errors.New("write: batch holds no input rows")
 	}
 
-	resCols, err := buildResults(w.mem, b.Rows, res, w.isList)
+	resCols, err := buildResults(w.mem, b.Rows, res, w.isList, w.wo)
 	if err != nil {
 		return err
 	}
@@ -187,13 +192,18 @@ func releaseAll(arrs []arrow.Array) {
 	}
 }
 
-// buildResults builds the four result columns of a batch.
-func buildResults(mem memory.Allocator, rows []Row, res []RowResult, isList bool) ([]arrow.Array, error) {
+// buildResults builds the result columns of a batch.
+func buildResults(mem memory.Allocator, rows []Row, res []RowResult, isList bool, wo WriteOptions) ([]arrow.Array, error) {
 	reward := array.NewFloat64Builder(mem)
 	cases := array.NewListBuilder(mem, arrow.PrimitiveTypes.Int8)
 	status := array.NewListBuilder(mem, arrow.BinaryTypes.String)
 	rerr := array.NewStringBuilder(mem)
 	builders := []array.Builder{reward, cases, status, rerr}
+	var exact *array.Float64Builder
+	if wo.RewardExact {
+		exact = array.NewFloat64Builder(mem)
+		builders = append(builders, exact)
+	}
 	var outer []*array.ListBuilder
 	if isList {
 		outer = []*array.ListBuilder{
@@ -202,6 +212,10 @@ func buildResults(mem memory.Allocator, rows []Row, res []RowResult, isList bool
 			array.NewListBuilder(mem, arrow.ListOf(arrow.BinaryTypes.String)),
 			array.NewListBuilder(mem, arrow.BinaryTypes.String),
 		}
+		if wo.RewardExact {
+			outer = append(outer, array.NewListBuilder(mem, arrow.PrimitiveTypes.Float64))
+			exact = outer[4].ValueBuilder().(*array.Float64Builder)
+		}
 		reward = outer[0].ValueBuilder().(*array.Float64Builder)
 		cases = outer[1].ValueBuilder().(*array.ListBuilder)
 		status = outer[2].ValueBuilder().(*array.ListBuilder)
@@ -209,7 +223,10 @@ func buildResults(mem memory.Allocator, rows []Row, res []RowResult, isList bool
 		for _, b := range builders {
 			b.Release()
 		}
-		builders = []array.Builder{outer[0], outer[1], outer[2], outer[3]}
+		builders = builders[:0]
+		for _, o := range outer {
+			builders = append(builders, o)
+		}
 	}
 	defer func() {
 		for _, b := range builders {
@@ -228,6 +245,9 @@ func buildResults(mem memory.Allocator, rows []Row, res []RowResult, isList bool
 		}
 		for _, e := range ents {
 			reward.Append(e.reward)
+			if exact != nil {
+				exact.Append(e.exact)
+			}
 			cases.Append(true)
 			caseVals.AppendValues(e.cases, nil)
 			status.Append(true)

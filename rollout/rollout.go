@@ -31,6 +31,9 @@ const (
 	ColCaseResults = "case_results"
 	ColCaseStatus  = "case_status"
 	ColRewardError = "reward_error"
+	// ColRewardExact is the reward under verl's exact comparison, written
+	// only when the run compares otherwise (WriteOptions.RewardExact).
+	ColRewardExact = "reward_exact"
 )
 
 // ResultColumns lists the appended columns in the order they are written.
@@ -348,7 +351,7 @@ func formatOf(path string) format {
 }
 
 func isReserved(name string) bool {
-	for _, c := range ResultColumns {
+	for _, c := range append(ResultColumns[:len(ResultColumns):len(ResultColumns)], ColRewardExact) {
 		if name == c {
 			return true
 		}

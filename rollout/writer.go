@@ -16,6 +16,16 @@ type RowResult struct {
 	CaseResults [][]int8 // per response: 1 True, 0 False, -1..-4 as in verl
 	CaseStatus  [][]string
 	Errors      []*string // per response; nil = no error
+	// RewardsExact are the rewards under verl's exact comparison, for a
+	// writer made with WriteOptions.RewardExact.
+	RewardsExact []float64
+}
+
+// WriteOptions add optional result columns.
+type WriteOptions struct {
+	// RewardExact appends reward_exact after the four columns: the reward
+	// under verl's exact comparison, for runs that compare otherwise.
+	RewardExact bool
 }
 
 // Writer writes scored rows to a file atomically.
@@ -56,6 +66,11 @@ type Writer interface {
 // the same Arrow arrays; the input's schema-level metadata (pandas,
 // huggingface) is not carried over since it describes the input's columns.
 func Create(path string, src Reader) (Writer, error) {
+	return CreateWith(path, src, WriteOptions{})
+}
+
+// CreateWith is Create with optional result columns.
+func CreateWith(path string, src Reader, wo WriteOptions) (Writer, error) {
 	f := formatOf(path)
 	if f == formatUnknown {
 		return nil, fmt.Errorf("create output %s: unknown format (want .parquet, .jsonl or .json)", path)
@@ -66,9 +81,9 @@ func Create(path string, src Reader) (Writer, error) {
 	}
 	var w Writer
 	if f == formatParquet {
-		w, err = newParquetWriter(af, src)
+		w, err = newParquetWriter(af, src, wo)
 	} else {
-		w = &jsonlWriter{out: af.Writer, af: af}
+		w = &jsonlWriter{out: af.Writer, af: af, wo: wo}
 	}
 	if err != nil {
 		af.Abort()
@@ -86,6 +101,7 @@ func NewJSONLWriter(w io.Writer) Writer {
 // entry is one response's result, ready to write.
 type entry struct {
 	reward float64
+	exact  float64 // reward_exact
 	cases  []int8
 	status []string
 	err    *string
@@ -126,6 +142,11 @@ func entries(row Row, r RowResult, isList bool) ([]entry, error) {
 	}
 	for k := range out {
 		out[k].reward = r.Rewards[k]
+		if k < len(r.RewardsExact) {
+			out[k].exact = r.RewardsExact[k]
+		} else {
+			out[k].exact = r.Rewards[k]
+		}
 		if k < len(r.CaseResults) {
 			out[k].cases = r.CaseResults[k]
 		}
@@ -147,6 +168,7 @@ type jsonlWriter struct {
 	out *bufio.Writer
 	af  *atomicfile.File // nil when writing to a stream
 	buf []byte
+	wo  WriteOptions
 }
 
 func (w *jsonlWriter) Write(b *Batch, res []RowResult) error {
@@ -181,7 +203,7 @@ func (w *jsonlWriter) Write(b *Batch, res []RowResult) error {
 		default:
 			return errors.New("write: batch holds no input rows")
 		}
-		buf = appendResultsJSON(buf, ents, row.ResponseIsList)
+		buf = appendResultsJSON(buf, ents, row.ResponseIsList, w.wo)
 		buf = append(buf, '}', '\n')
 		if _, err := w.out.Write(buf); err != nil {
 			return fmt.Errorf("write: %w", err)
@@ -205,8 +227,8 @@ func (w *jsonlWriter) Abort() error {
 	return nil
 }
 
-// appendResultsJSON appends the four result members (without braces).
-func appendResultsJSON(buf []byte, ents []entry, isList bool) []byte {
+// appendResultsJSON appends the result members (without braces).
+func appendResultsJSON(buf []byte, ents []entry, isList bool, wo WriteOptions) []byte {
 	each := func(f func(buf []byte, e entry) []byte) []byte {
 		if !isList {
 			return f(buf, ents[0])
@@ -258,5 +280,9 @@ func appendResultsJSON(buf []byte, ents []entry, isList bool) []byte {
 		}
 		return appendQuoted(buf, *e.err)
 	})
+	if wo.RewardExact {
+		buf = append(buf, `,"reward_exact":`...)
+		buf = each(func(buf []byte, e entry) []byte { return appendFloat(buf, e.exact, 64) })
+	}
 	return buf
 }

@@ -70,6 +70,13 @@ type CaseResult struct {
 	CompileStatus   *string  `json:"compile_status"`
 	RunStatus       *string  `json:"run_status"`
 
+	// VerdictExact is the verdict under verl's exact comparison, set only
+	// when a compare mode or a checker gave another.
+	VerdictExact *Verdict `json:"verdict_exact,omitempty"`
+	// Checker is what the problem's checker said, when it ran: its exit
+	// code, its output, or why it failed.
+	Checker *CheckerResult `json:"checker,omitempty"`
+
 	Attempts int  `json:"attempts"`
 	Infra    bool `json:"infra_error"`
 	// Shared is set when no request was made for this case: an identical
@@ -79,6 +86,26 @@ type CaseResult struct {
 	// earlier run (Attempts is then 0).
 	Cached bool `json:"cached,omitempty"`
 }
+
+// ExactVerdict is the case's verdict under verl's exact comparison.
+func (r *CaseResult) ExactVerdict() Verdict {
+	if r.VerdictExact != nil {
+		return *r.VerdictExact
+	}
+	return r.Verdict
+}
+
+// CheckerResult is one run of a problem's checker on a case's output.
+type CheckerResult struct {
+	ExitCode *int   `json:"exit_code"`
+	Output   string `json:"output,omitempty"` // its stdout and stderr, cut
+	Error    string `json:"error,omitempty"`  // why it failed, when it did
+}
+
+// CaseCheckerError is the status of a case whose checker failed: an
+// infrastructure error, not a wrong answer. A rejected output is a
+// wrong_answer.
+const CaseCheckerError = "checker_error"
 
 // Judge turns the outcome of one request into the case's verdict and
 // metadata, row for row as docs/semantics.md §5 says. input and expectedText are the

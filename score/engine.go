@@ -93,6 +93,13 @@ type Options struct {
 	// CacheTimeouts.
 	Cache         Cache
 	CacheTimeouts bool
+	// Compare is how stdout meets the expected output; the zero value is
+	// verl's exact rule. With another mode every case also keeps its
+	// exact verdict (Result.ScoreExact).
+	Compare testcases.Comparison
+	// CheckerKey names the ground-truth field that holds a problem's
+	// checker; "" uses none, as verl.
+	CheckerKey string
 	// Window bounds the solutions in progress (dispatched but not yet
 	// emitted); it keeps memory flat however long the input is. Default
 	// 4*MaxConcurrent, at least 64.
@@ -122,32 +129,42 @@ type Solution struct {
 	Fresh bool
 }
 
-// Truth is a ground truth parsed once for every response of a prompt. It
-// is read only, so solutions running at once may share it.
+// Truth is a ground truth parsed once for every response of a prompt,
+// on first use. Solutions running at once may share it.
 type Truth struct {
-	set *testcases.Set
-	err error
+	raw  []byte
+	once sync.Once
+	set  *testcases.Set
+	err  error
 }
 
-// ParseTruth parses raw as the engine would for each solution.
-func ParseTruth(raw []byte) *Truth {
-	set, err := testcases.Parse(raw)
-	return &Truth{set: set, err: err}
+// ParseTruth returns raw as a Truth, to be parsed once when first used.
+func ParseTruth(raw []byte) *Truth { return &Truth{raw: raw} }
+
+// parsed parses the truth (once: every engine of a process has the same
+// checker key).
+func (t *Truth) parsed(checkerKey string) (*testcases.Set, error) {
+	t.once.Do(func() { t.set, t.err = testcases.ParseWith(t.raw, checkerKey) })
+	return t.set, t.err
 }
 
 // Result is the outcome of one Solution.
 type Result struct {
-	ID         int64
-	Score      float64
-	Continuous bool
-	Language   string
-	Cases      []sandboxclient.CaseResult // in case order
-	Err        string                     // "" when the solution could be scored
-	Requests   int                        // requests sent (attempts not counted)
-	Saved      int                        // requests not sent thanks to compile-error skipping
-	Deduped    int                        // requests not sent: an identical execution's answer was shared
-	Cached     int                        // requests not sent: the answer came from the cache
-	Retries    int                        // extra HTTP attempts
+	ID    int64
+	Score float64
+	// ScoreExact is the score under verl's exact comparison, which
+	// differs from Score only with another compare mode or a checker.
+	ScoreExact  float64
+	Continuous  bool
+	Language    string
+	Cases       []sandboxclient.CaseResult // in case order
+	Err         string                     // "" when the solution could be scored
+	Requests    int                        // requests sent (attempts not counted)
+	Saved       int                        // requests not sent thanks to compile-error skipping
+	Deduped     int                        // requests not sent: an identical execution's answer was shared
+	Cached      int                        // requests not sent: the answer came from the cache
+	Retries     int                        // extra HTTP attempts
+	CheckerRuns int                        // requests that ran the problem's checker (not in Requests)
 	// Aborted is set when the context was cancelled while cases were in
 	// flight: the verdicts are incomplete and must not be kept.
 	Aborted bool
@@ -158,6 +175,16 @@ func (r *Result) Verdicts() []int8 {
 	v := make([]int8, len(r.Cases))
 	for i := range r.Cases {
 		v[i] = int8(r.Cases[i].Verdict)
+	}
+	return v
+}
+
+// ExactVerdicts returns the verdict codes of r's cases under verl's exact
+// comparison.
+func (r *Result) ExactVerdicts() []int8 {
+	v := make([]int8, len(r.Cases))
+	for i := range r.Cases {
+		v[i] = int8(r.Cases[i].ExactVerdict())
 	}
 	return v
 }
@@ -394,7 +421,7 @@ func (e *Engine) start(sol Solution) *solState {
 	if truth == nil {
 		truth = ParseTruth(sol.GroundTruth)
 	}
-	set, err := truth.set, truth.err
+	set, err := truth.parsed(e.opts.CheckerKey)
 	if err != nil {
 		st.res.Err = err.Error()
 		st.finished = true
@@ -601,6 +628,7 @@ func (e *Engine) finish(st *solState) {
 		}
 	}
 	st.res.Score = Compute(st.res.Verdicts(), st.res.Continuous)
+	st.res.ScoreExact = Compute(st.res.ExactVerdicts(), st.res.Continuous)
 	close(st.done)
 }
 

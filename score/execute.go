@@ -35,12 +35,17 @@ func (e *Engine) send(ctx context.Context, st *solState, i int) {
 	if src == sent && err == nil && e.opts.Cache != nil && !st.fresh && e.storable(cr) {
 		_ = e.opts.Cache.Put(keyOf(req), resp) // a cache that cannot write only costs speed
 	}
+	checkerRuns := 0
+	if st.set.Checker != nil || !e.opts.Compare.Exact() {
+		holding, checkerRuns = e.rejudge(ctx, st, i, &cr, holding)
+	}
 	e.progress.CasesDone.Add(1)
 	if cr.Infra {
 		e.progress.InfraErrs.Add(1)
 	}
 	st.mu.Lock()
 	st.res.Cases[i] = cr
+	st.res.CheckerRuns += checkerRuns
 	switch src {
 	case shared:
 		st.res.Deduped++

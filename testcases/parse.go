@@ -53,6 +53,50 @@ type Set struct {
 	// holds one entry per input (Expected and Assert filled where they
 	// exist).
 	Mismatch bool
+	// Checker is the problem's checker program, when the ground truth
+	// carries one under the key ParseWith was given; nil otherwise.
+	Checker *Checker
+}
+
+// Checker is a problem's own judge of an output (docs/semantics.md §10).
+type Checker struct {
+	Code     string
+	Language string // "python" unless the ground truth names another
+	// Err says why the ground truth's checker field cannot be used; every
+	// case of the problem then ends in an infrastructure error.
+	Err string
+}
+
+// checkerOf reads a checker field: the code as a string, or an object
+// with "code" and an optional "language".
+func checkerOf(v any, key string) *Checker {
+	switch t := v.(type) {
+	case string:
+		if t != "" {
+			return &Checker{Code: t, Language: "python"}
+		}
+	case *Object:
+		c := &Checker{Language: "python"}
+		code, _ := t.Get("code")
+		s, ok := code.(string)
+		if !ok || s == "" {
+			c.Err = fmt.Sprintf("checker field %q: \"code\" is not a non-empty string", key)
+			return c
+		}
+		c.Code = s
+		if lang, ok := t.Get("language"); ok {
+			l, ok := lang.(string)
+			if !ok || l == "" {
+				c.Err = fmt.Sprintf("checker field %q: \"language\" is not a non-empty string", key)
+				return c
+			}
+			c.Language = l
+		}
+		return c
+	case nil:
+		return nil
+	}
+	return &Checker{Err: fmt.Sprintf("checker field %q is a %s, not the code or {\"code\", \"language\"}", key, pyType(v))}
 }
 
 // HasAsserts reports whether any case carries an assert case. Without
@@ -97,7 +141,11 @@ func (s *Set) Program(solution string, i int, lang string) string {
 // Lists are the usual sequences; like Python's len() and indexing, a string
 // counts as its characters and an object as its keys (an object of outputs
 // or assert cases cannot be indexed: ErrUnusable). Parse never panics.
-func Parse(raw []byte) (*Set, error) {
+func Parse(raw []byte) (*Set, error) { return ParseWith(raw, "") }
+
+// ParseWith is Parse that also reads the problem's checker from the
+// ground truth's field checkerKey ("" reads none: verl has no checkers).
+func ParseWith(raw []byte, checkerKey string) (*Set, error) {
 	v, err := Decode(string(raw))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidJSON, err)
@@ -118,7 +166,13 @@ func Parse(raw []byte) (*Set, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: not an object", ErrInvalidStructure)
 	}
-	return fromObject(obj)
+	set, err := fromObject(obj)
+	if err == nil && checkerKey != "" {
+		if v, ok := obj.Get(checkerKey); ok {
+			set.Checker = checkerOf(v, checkerKey)
+		}
+	}
+	return set, err
 }
 
 func fromObject(obj *Object) (*Set, error) {

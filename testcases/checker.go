@@ -1,0 +1,70 @@
+package testcases
+
+import (
+	"strconv"
+	"strings"
+)
+
+// The files a checker finds in its working directory, in testlib's
+// argument order: the test's input, the program's output, the expected
+// answer.
+const (
+	CheckerInput  = "input.txt"
+	CheckerOutput = "output.txt"
+	CheckerAnswer = "answer.txt"
+)
+
+// Checker verdicts by exit code, as testlib's: 0 accepted, 1 wrong answer,
+// 2 presentation error. Any other ending (3 is testlib's "fail", a crash, a
+// timeout, a compile error) is the checker's own failure.
+const (
+	CheckerAccepted     = 0
+	CheckerWrongAnswer  = 1
+	CheckerPresentation = 2
+)
+
+// checkerPython runs a Python checker with testlib's command line. An
+// uncaught exception, a syntax error included, exits 3 (testlib's "fail")
+// rather than Python's 1, which would read as a wrong answer.
+const checkerPython = `import sys as _verl_sys, traceback as _verl_tb
+_verl_sys.argv = ['checker', '` + CheckerInput + `', '` + CheckerOutput + `', '` + CheckerAnswer + `']
+def _verl_crash(kind, value, tb):
+    _verl_tb.print_exception(kind, value, tb)
+    _verl_sys.stderr.flush()
+    import os
+    os._exit(3)
+try:
+    _verl_code = compile(%s, "checker.py", "exec")
+except (SyntaxError, ValueError):
+    _verl_tb.print_exc()
+    _verl_sys.exit(3)
+_verl_sys.excepthook = _verl_crash
+exec(_verl_code, {"__name__": "__main__", "__builtins__": __builtins__})
+`
+
+// checkerMainCpp calls a C++ checker's main, renamed, with testlib's
+// arguments; a main that takes no arguments is called without them.
+const checkerMainCpp = `
+#undef main
+template <class F> static auto verl_checker_call(F f, int c, char **v, int) -> decltype(f(c, v)) { return f(c, v); }
+template <class F> static int verl_checker_call(F f, int, char **, long) { return f(); }
+int main() {
+    static char a0[] = "checker", a1[] = "` + CheckerInput + `", a2[] = "` + CheckerOutput + `", a3[] = "` + CheckerAnswer + `";
+    static char *argv[] = {a0, a1, a2, a3, nullptr};
+    return verl_checker_call(verl_checker_main, 4, argv, 0);
+}
+`
+
+// Program is the code sent to run the checker: a testlib-style program
+// gets `checker input.txt output.txt answer.txt` as its arguments (Python
+// and C++), and a plain one reads the three files by name. Other languages
+// run as written and read the files by name.
+func (c *Checker) Program() string {
+	switch c.Language {
+	case "python":
+		return strings.Replace(checkerPython, "%s", strconv.QuoteToASCII(c.Code), 1)
+	case "cpp":
+		return "#define main verl_checker_main\n" + c.Code + "\n" + checkerMainCpp
+	}
+	return c.Code
+}
