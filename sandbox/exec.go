@@ -353,6 +353,14 @@ func (l *Local) runStepAs(ctx context.Context, s *stepSpec, uid int, fork bool) 
 	if err != nil {
 		return nil, nil, err
 	}
+	if uid >= 0 {
+		// The program's ends belong to its user, so that it can open
+		// them again by name (/dev/stdin, /proc/self/fd/1) as a program
+		// of the pipes' owner can, which SandboxFusion's always is.
+		for _, f := range []*os.File{pipes[0], pipes[3], pipes[5]} {
+			_ = f.Chown(uid, uid)
+		}
+	}
 	inW, outR, errR := pipes[1], pipes[2], pipes[4]
 	start := l.now()
 	stderrW := pipes[5]

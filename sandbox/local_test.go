@@ -411,3 +411,24 @@ func TestNewRemovesDirectoriesOfDeadSandboxes(t *testing.T) {
 		t.Errorf("Close left %s", own)
 	}
 }
+
+// TestProgramsReopenTheirStdio: a program may open its own stdin, stdout
+// and stderr by name, as it can on SandboxFusion (whose programs own
+// their pipes): /dev/stdin and /proc/self/fd/N are the run's pipes, owned
+// by its user.
+func TestProgramsReopenTheirStdio(t *testing.T) {
+	l := newLocal(t, Options{})
+	for _, tc := range []struct{ lang, code string }{
+		{"python", "a, b = map(int, open('/dev/stdin').read().split())\nwith open('/dev/stdout', 'w') as f:\n    f.write(str(a + b))\nopen('/proc/self/fd/2', 'w').write('e')"},
+		{"bash", "read a b < /dev/stdin; echo -n $((a + b)) > /dev/stdout; echo -n e > /dev/stderr"},
+	} {
+		in := "1 2\n"
+		resp, err := l.Run(context.Background(), &sandboxclient.Request{Language: tc.lang, Code: tc.code, Stdin: &in, RunTimeout: 10, CompileTimeout: 10, MemoryLimitMB: 1024})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rr := resp.RunResult; resp.Status != sandboxclient.StatusSuccess || rr.Stdout != "3" || rr.Stderr != "e" {
+			t.Errorf("%s: %s, run %+v", tc.lang, resp.Status, rr)
+		}
+	}
+}
