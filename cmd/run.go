@@ -21,7 +21,7 @@ import (
 // scoringKeys are the configuration keys every scoring command takes.
 var scoringKeys = []string{
 	"sandbox_url", "max_concurrent", "timeout", "memory_limit_mb", "mode", "language", "extract",
-	"no_compile_skip", "no_dedup", "compare", "checker_key", "cache", "cache_key", "cache_timeouts", "cache_max_mb", "response_key", "data_source_key", "ground_truth_key", "data_source", "language_key",
+	"no_compile_skip", "no_dedup", "compare", "checker_key", "audit", "audit_fail", "cache", "cache_key", "cache_timeouts", "cache_max_mb", "response_key", "data_source_key", "ground_truth_key", "data_source", "language_key",
 	"infra_errors", "max_infra_errors", "cases_out_max_text", "retry_overload", "retry_sandbox_errors",
 	"local_concurrency", "isolation", "fast_paths", "sandbox_header",
 }
@@ -123,6 +123,8 @@ func scoringSetup(cfg *config.Config) (score.Options, rollout.Options, error) {
 		NoDedup:       cfg.NoDedup,
 		Compare:       cmp,
 		CheckerKey:    cfg.CheckerKey,
+		Audit:         cfg.Audit || cfg.AuditFail,
+		AuditFail:     cfg.AuditFail,
 	}
 	ro := rollout.DefaultOptions()
 	ro.ResponseKey = cfg.ResponseKey

@@ -35,6 +35,8 @@ type Config struct {
 	NoDedup       bool    `mapstructure:"no_dedup"`
 	Compare       string  `mapstructure:"compare"`
 	CheckerKey    string  `mapstructure:"checker_key"`
+	Audit         bool    `mapstructure:"audit"`
+	AuditFail     bool    `mapstructure:"audit_fail"`
 
 	Cache         string `mapstructure:"cache"`
 	CacheKey      string `mapstructure:"cache_key"`
@@ -87,6 +89,8 @@ func Settings() []Setting {
 		{Key: "no_compile_skip", Flag: "no-compile-skip", Default: false, Usage: "send every case even after a compile error (verdicts are the same)"},
 		{Key: "compare", Flag: "compare", Default: "exact", Usage: "how stdout meets the expected output: exact (verl's rule), lines (trailing whitespace of each line ignored), tokens (whitespace-separated tokens; fn_name results as values), float[:TOL] (tokens, numbers within TOL absolute or relative, default 1e-6); other than exact, each row also gets reward_exact"},
 		{Key: "checker_key", Flag: "checker-key", Default: "", Usage: "ground-truth field holding a problem's checker (its code, or {\"code\", \"language\"}), run on each output with input.txt, output.txt, answer.txt; e.g. checker (default: none, as verl)"},
+		{Key: "audit", Flag: "audit", Default: false, Usage: "probe every passing case for known loopholes (exit before the asserts, a fn_name function that raised, reading the answer from disk) and list flagged responses in the summary and --cases-out; one extra request per passing case (Python only)"},
+		{Key: "audit_fail", Flag: "audit-fail", Default: false, Usage: "with --audit, score flagged responses 0 (default: keep verl's reward)"},
 		{Key: "no_dedup", Flag: "no-dedup", Default: false, Usage: "send every execution, even one identical (code, stdin, language, limits) to one this run already sent (verdicts are the same)"},
 		{Key: "cache", Flag: "cache", Default: "", Usage: "directory of a result cache shared across runs (content-addressed; safe for concurrent runs); off when empty"},
 		{Key: "cache_key", Flag: "cache-key", Default: "", Usage: "the sandbox's identity in cache keys (default: the embedded sandbox's toolchain versions, or the set of sandbox URLs)"},

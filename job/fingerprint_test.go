@@ -16,7 +16,7 @@ func TestFingerprintCoversEveryOption(t *testing.T) {
 	classes := map[string]map[string]bool{ // struct -> field -> fingerprinted
 		"Options": {"MaxConcurrent": false, "Timeout": true, "MemoryLimitMB": true, "Mode": true, "Language": true,
 			"Extract": true, "NoCompileSkip": false, "NoDedup": false, "Window": false, "Cache": false, "CacheTimeouts": false,
-			"Compare": true, "CheckerKey": true},
+			"Compare": true, "CheckerKey": true, "Audit": true, "AuditFail": true},
 		"rollout.Options": {"ResponseKey": true, "DataSourceKey": true, "RequireDataSource": false, "GroundTruthKey": true,
 			"ScoreKey": false, "LanguageKey": true, "BatchRows": false, "Warn": false},
 	}

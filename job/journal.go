@@ -15,6 +15,7 @@ import (
 	"github.com/verl-score/verl-score/atomicfile"
 	"github.com/verl-score/verl-score/rollout"
 	"github.com/verl-score/verl-score/sandboxclient"
+	"github.com/verl-score/verl-score/score"
 )
 
 // The journal is a JSONL file beside the output: a header line, then one
@@ -54,6 +55,8 @@ type responseRecord struct {
 	Cached      int      `json:"cached,omitempty"`
 	Retries     int      `json:"retries,omitempty"`
 	Infra       bool     `json:"infra,omitempty"`
+	// Audit is what the audit's probes found (--audit).
+	Audit *score.Audit `json:"audit,omitempty"`
 }
 
 func (r *rowRecord) rowResult() rollout.RowResult {

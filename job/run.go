@@ -83,7 +83,7 @@ func runFingerprint(eo score.Options, opts Options) string {
 	}
 	return fingerprint(eo.Mode, eo.Language, eo.Extract, eo.Timeout,
 		eo.MemoryLimitMB, opts.Reader.ResponseKey, opts.Reader.DataSourceKey, opts.Reader.GroundTruthKey,
-		opts.Reader.LanguageKey, opts.DataSource, opts.CasesOut != "", shard, eo.Compare, eo.CheckerKey)
+		opts.Reader.LanguageKey, opts.DataSource, opts.CasesOut != "", shard, eo.Compare, eo.CheckerKey, eo.Audit, eo.AuditFail)
 }
 
 // ResolveOutput is the output path for -o output: "" gives
@@ -466,7 +466,7 @@ func (p *pipeline) collect(r *score.Result) error {
 		return nil
 	}
 	rr := responseRecord{Reward: r.Score, RewardExact: p.exactOf(r), Verdicts: r.Verdicts(), Statuses: r.Statuses(),
-		Requests: r.Requests, Saved: r.Saved, Deduped: r.Deduped, Cached: r.Cached, Retries: r.Retries, Infra: r.Infra()}
+		Requests: r.Requests, Saved: r.Saved, Deduped: r.Deduped, Cached: r.Cached, Retries: r.Retries, Infra: r.Infra(), Audit: r.Audit}
 	if r.Err != "" {
 		e := r.Err
 		rr.Err = &e

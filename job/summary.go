@@ -84,6 +84,17 @@ type Group struct {
 	// Differing lists the responses whose reward differs from the exact
 	// one (up to maxListed), as "row/response".
 	Differing []string `json:"rewards_differing,omitempty"`
+	// With --audit: the responses probed, the probe requests (apart from
+	// Requests), those without a usable answer, the passing cases that
+	// could not be probed, and the flagged responses, listed (up to
+	// maxListed) as "row/response: flags".
+	Audited       *int           `json:"audited_responses,omitempty"`
+	AuditProbes   int            `json:"audit_probes,omitempty"`
+	AuditErrors   int            `json:"audit_probe_errors,omitempty"`
+	AuditUnprobed int            `json:"audit_unprobed_cases,omitempty"`
+	AuditFlagged  *int           `json:"audit_flagged,omitempty"`
+	AuditFlags    map[string]int `json:"audit_flags,omitempty"`
+	FlaggedList   []string       `json:"audit_flagged_responses,omitempty"`
 
 	sumPromptMeans float64
 	sumExactMeans  float64
@@ -167,6 +178,9 @@ func (g *Group) addRow(rec *rowRecord, mask bool) {
 		if r.Err != nil {
 			g.ResponseErrors++
 		}
+		if r.Audit != nil {
+			g.noteAudit(rec, j, r.Audit)
+		}
 		for _, v := range r.Verdicts {
 			g.Verdicts[verdictName(v)]++
 		}
@@ -214,6 +228,30 @@ func (g *Group) noteExact(rec *rowRecord, j int, r responseRecord) {
 		if len(g.Differing) < maxListed {
 			g.Differing = append(g.Differing, fmt.Sprintf("%d/%d", rec.Index, j))
 		}
+	}
+}
+
+// noteAudit counts a response the audit probed.
+func (g *Group) noteAudit(rec *rowRecord, j int, a *score.Audit) {
+	if g.Audited == nil {
+		g.Audited, g.AuditFlagged, g.AuditFlags = new(int), new(int), map[string]int{}
+	}
+	if a.Probes+a.Unprobed == 0 {
+		return // nothing passed: nothing to probe
+	}
+	*g.Audited++
+	g.AuditProbes += a.Probes
+	g.AuditErrors += a.Errors
+	g.AuditUnprobed += a.Unprobed
+	if !a.Flagged() {
+		return
+	}
+	*g.AuditFlagged++
+	for _, f := range a.Flags {
+		g.AuditFlags[strings.SplitN(f, " ", 2)[0]]++
+	}
+	if len(g.FlaggedList) < maxListed {
+		g.FlaggedList = append(g.FlaggedList, fmt.Sprintf("%d/%d: %s", rec.Index, j, strings.Join(a.Flags, ", ")))
 	}
 }
 
@@ -348,6 +386,7 @@ func (s *Summary) WriteTable(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	s.writeExactNote(w)
+	s.writeAuditNote(w)
 	if len(s.Endpoints) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "endpoint\tweight\trequests\terrors\tejections\tmean latency ms\t")
@@ -387,6 +426,32 @@ func (s *Summary) writeExactNote(w io.Writer) {
 	}
 	fmt.Fprintf(w, "%s changed %s against verl's exact comparison (reward_exact): %s\n",
 		how, progress.Count(*s.Overall.DifferFromExact, "reward"), strings.Join(parts, "; "))
+}
+
+// writeAuditNote lists what the audit flagged.
+func (s *Summary) writeAuditNote(w io.Writer) {
+	g := s.Overall
+	if g.Audited == nil {
+		return
+	}
+	fmt.Fprintf(w, "audit: %s probed with %s (%d without a usable answer, %s not probeable); %s flagged",
+		progress.Count(*g.Audited, "response"), progress.Count(g.AuditProbes, "extra request"), g.AuditErrors,
+		progress.Count(g.AuditUnprobed, "passing case"), progress.Count(*g.AuditFlagged, "response"))
+	if *g.AuditFlagged == 0 {
+		fmt.Fprintln(w)
+		return
+	}
+	var kinds []string
+	for k, n := range g.AuditFlags {
+		kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
+	}
+	sort.Strings(kinds)
+	fmt.Fprintf(w, " (%s):\n", strings.Join(kinds, ", "))
+	for _, src := range s.order {
+		for _, f := range s.BySource[src].FlaggedList {
+			fmt.Fprintf(w, "  %s row/response %s\n", src, f)
+		}
+	}
 }
 
 // ErrTooManyInfraErrors: more responses than allowed had infrastructure

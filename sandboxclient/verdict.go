@@ -76,6 +76,8 @@ type CaseResult struct {
 	// Checker is what the problem's checker said, when it ran: its exit
 	// code, its output, or why it failed.
 	Checker *CheckerResult `json:"checker,omitempty"`
+	// Audit lists the loopholes the audit's probe of this case caught.
+	Audit []string `json:"audit,omitempty"`
 
 	Attempts int  `json:"attempts"`
 	Infra    bool `json:"infra_error"`

@@ -100,6 +100,10 @@ type Options struct {
 	// CheckerKey names the ground-truth field that holds a problem's
 	// checker; "" uses none, as verl.
 	CheckerKey string
+	// Audit probes the passing cases of every response for known
+	// loopholes (audit.go); AuditFail then scores a flagged response 0.
+	Audit     bool
+	AuditFail bool
 	// Window bounds the solutions in progress (dispatched but not yet
 	// emitted); it keeps memory flat however long the input is. Default
 	// 4*MaxConcurrent, at least 64.
@@ -165,6 +169,8 @@ type Result struct {
 	Cached      int                        // requests not sent: the answer came from the cache
 	Retries     int                        // extra HTTP attempts
 	CheckerRuns int                        // requests that ran the problem's checker (not in Requests)
+	// Audit is what the audit's probes found, with Options.Audit.
+	Audit *Audit
 	// Aborted is set when the context was cancelled while cases were in
 	// flight: the verdicts are incomplete and must not be kept.
 	Aborted bool
@@ -491,7 +497,7 @@ var compiledLanguages = map[string]bool{
 // language the first case goes alone, so a compile error costs one
 // request.
 func (e *Engine) dispatch(ctx, reqCtx context.Context, st *solState) {
-	defer e.waitAndFinish(st)
+	defer e.waitAndFinish(ctx, st)
 	if st.set == nil || st.set.Mismatch || len(st.set.Cases) == 0 {
 		return
 	}
@@ -543,12 +549,19 @@ func (e *Engine) dispatch(ctx, reqCtx context.Context, st *solState) {
 	}
 }
 
-// waitAndFinish completes st once its in-flight cases return, without
-// holding up the dispatch of the next solutions.
-func (e *Engine) waitAndFinish(st *solState) {
+// waitAndFinish completes st once its in-flight cases return (and the
+// audit's probes, with Options.Audit), without holding up the dispatch of
+// the next solutions.
+func (e *Engine) waitAndFinish(ctx context.Context, st *solState) {
 	go func() {
 		st.pending.Wait()
-		e.finish(st)
+		if !e.settle(st) {
+			return
+		}
+		if e.opts.Audit && !st.res.Aborted && st.set != nil && ctx.Err() == nil {
+			e.audit(ctx, st)
+		}
+		close(st.done)
 	}()
 }
 
@@ -580,12 +593,20 @@ func (e *Engine) judge(st *solState, i int, resp *sandboxclient.Response, err er
 	return sandboxclient.Judge(i, c.Input, c.ExpectedText, c.Expected, resp, err)
 }
 
-// finish applies the compile-error rule and the score, then releases st.
+// finish settles st and releases it.
 func (e *Engine) finish(st *solState) {
+	if e.settle(st) {
+		close(st.done)
+	}
+}
+
+// settle applies the compile-error rule and the score, once: it reports
+// whether this call did, and so must release st.
+func (e *Engine) settle(st *solState) bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.finished {
-		return
+		return false
 	}
 	st.finished = true
 	cases := st.res.Cases
@@ -629,7 +650,7 @@ func (e *Engine) finish(st *solState) {
 	}
 	st.res.Score = Compute(st.res.Verdicts(), st.res.Continuous)
 	st.res.ScoreExact = Compute(st.res.ExactVerdicts(), st.res.Continuous)
-	close(st.done)
+	return true
 }
 
 // Compute is the score of one solution's verdicts (docs/semantics.md §7).
