@@ -15,6 +15,7 @@ import (
 	"github.com/verl-score/verl-score/check"
 	"github.com/verl-score/verl-score/config"
 	"github.com/verl-score/verl-score/progress"
+	"github.com/verl-score/verl-score/report"
 )
 
 // checkExitHelp is the EXIT STATUS block of check and diff.
@@ -48,6 +49,7 @@ type reportOptions struct {
 	maxMismatch float64
 	junit       string
 	markdown    string
+	html        string
 	json        bool
 	show        int
 }
@@ -57,6 +59,7 @@ func (o *reportOptions) addFlags(f *pflag.FlagSet) {
 	f.Float64Var(&o.maxMismatch, "max-mismatch", 0, "fraction of responses (0..1) allowed to move before the exit code is 3 (default 0: any move fails)")
 	f.StringVar(&o.junit, "junit", "", "also write a JUnit XML report (one test case per response) to this file")
 	f.StringVar(&o.markdown, "markdown", "", "also write a Markdown report to this file (- for stdout), e.g. $GITHUB_STEP_SUMMARY")
+	f.StringVar(&o.html, "html", "", "also write the report as one self-contained HTML page (transition heat map, mismatched responses with their differing cases) to this file")
 	f.BoolVar(&o.json, "json", false, "print the report as JSON on stdout instead of text")
 	f.IntVar(&o.show, "show", 20, "worst mismatches and flaky responses listed in the text and Markdown reports")
 }
@@ -81,6 +84,11 @@ func (o *reportOptions) emit(s Streams, rep *check.Report) error {
 	if o.junit != "" {
 		if err := writeFileAtomic(o.junit, rep.WriteJUnit); err != nil {
 			return fmt.Errorf("junit report: %w", err)
+		}
+	}
+	if o.html != "" {
+		if err := writeFileAtomic(o.html, func(w io.Writer) error { return report.WriteCheckHTML(w, rep) }); err != nil {
+			return fmt.Errorf("html report: %w", err)
 		}
 	}
 	if o.markdown == "-" {

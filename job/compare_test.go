@@ -322,7 +322,7 @@ func TestAuditOnRealCorpus(t *testing.T) {
 	}
 	// The hacks keep verl's reward, and their cases carry the flags.
 	data, _ := os.ReadFile(opts.CasesOut)
-	flaggedCases := strings.Count(string(data), `"audit":[`)
+	flaggedCases := strings.Count(string(data), `"audit":["`)
 	if flaggedCases != 3 {
 		t.Errorf("--cases-out holds %d flagged cases, want 3", flaggedCases)
 	}

@@ -207,8 +207,8 @@ func (g *Group) addRow(rec *rowRecord, mask bool) {
 		g.sumPromptMeans += sum / float64(kept)
 		g.sumExactMeans += sumExact / float64(kept)
 		g.meanPrompts++
-		for _, k := range ks(kept) {
-			g.passSum[k] += passAtK(kept, correct, k)
+		for _, k := range Ks(kept) {
+			g.passSum[k] += PassAtK(kept, correct, k)
 			g.passN[k]++
 		}
 	}
@@ -300,8 +300,8 @@ func allTrue(v []int8) bool {
 	return true
 }
 
-// ks are 1 and the powers of two up to n.
-func ks(n int) []int {
+// Ks are 1 and the powers of two up to n.
+func Ks(n int) []int {
 	var out []int
 	for k := 1; k <= n; k *= 2 {
 		out = append(out, k)
@@ -309,8 +309,8 @@ func ks(n int) []int {
 	return out
 }
 
-// passAtK is the unbiased estimator 1 - C(n-c, k) / C(n, k).
-func passAtK(n, c, k int) float64 {
+// PassAtK is the unbiased estimator 1 - C(n-c, k) / C(n, k).
+func PassAtK(n, c, k int) float64 {
 	if n-c < k {
 		return 1
 	}
@@ -341,7 +341,7 @@ func (s *Summary) WriteTable(w io.Writer) {
 		maxK = max(maxK, k)
 	}
 	head := []string{"data_source", "prompts", "responses", "mean/prompt", "mean/response"}
-	for _, k := range ks(maxK) {
+	for _, k := range Ks(maxK) {
 		head = append(head, fmt.Sprintf("pass@%d", k))
 	}
 	head = append(head, verdictOrder...)
@@ -349,7 +349,7 @@ func (s *Summary) WriteTable(w io.Writer) {
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	row := func(name string, g *Group) {
 		cols := []string{name, fmt.Sprint(g.Prompts), fmt.Sprint(g.Responses), fmt.Sprintf("%.4f", g.MeanScore), fmt.Sprintf("%.4f", g.MeanOverResponses)}
-		for _, k := range ks(maxK) {
+		for _, k := range Ks(maxK) {
 			if v, ok := g.PassAtK[fmt.Sprintf("pass@%d", k)]; ok {
 				cols = append(cols, fmt.Sprintf("%.4f", v))
 			} else {
@@ -496,7 +496,7 @@ func (s *Summary) CheckInfra(maxFrac float64) error {
 // than all: pass@k needs at least k responses.
 func passNote(g *Group, maxK int) string {
 	var parts []string
-	for _, k := range ks(maxK) {
+	for _, k := range Ks(maxK) {
 		if n := g.passN[k]; n < g.meanPrompts {
 			parts = append(parts, fmt.Sprintf("pass@%d over %d", k, n))
 		}

@@ -19,8 +19,8 @@ func TestPassAtK(t *testing.T) {
 		{8, 1, 8, 1},
 	}
 	for _, tt := range tests {
-		if got := passAtK(tt.n, tt.c, tt.k); math.Abs(got-tt.want) > 1e-12 {
-			t.Errorf("passAtK(%d, %d, %d): got %v, want %v", tt.n, tt.c, tt.k, got, tt.want)
+		if got := PassAtK(tt.n, tt.c, tt.k); math.Abs(got-tt.want) > 1e-12 {
+			t.Errorf("PassAtK(%d, %d, %d): got %v, want %v", tt.n, tt.c, tt.k, got, tt.want)
 		}
 	}
 }

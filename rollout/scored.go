@@ -28,6 +28,9 @@ type ScoredRow struct {
 	CaseStatus     [][]string
 	Errors         []*string
 	RefScores      []float64 // the ScoreKey column or field, NaN where null; nil when absent
+	// RewardsExact is the reward_exact column (a compare mode or
+	// checkers); nil when absent.
+	RewardsExact []float64
 }
 
 // ScoredReader reads a scored output row by row.
@@ -153,6 +156,19 @@ func (s *scoredJSONL) Next() (*ScoredRow, error) {
 	if err := json.Unmarshal(wrap(ev), &row.Errors); err != nil {
 		return nil, fmt.Errorf("%s: field %q: %w", where, ColRewardError, err)
 	}
+	if xv, ok := get(ms, ColRewardExact); ok {
+		var exact []*float64
+		if err := json.Unmarshal(wrap(xv), &exact); err != nil {
+			return nil, fmt.Errorf("%s: field %q: %w", where, ColRewardExact, err)
+		}
+		for _, x := range exact {
+			if x == nil {
+				row.RewardsExact = append(row.RewardsExact, nan())
+			} else {
+				row.RewardsExact = append(row.RewardsExact, *x)
+			}
+		}
+	}
 	return row, nil
 }
 
@@ -161,6 +177,7 @@ type scoredParquet struct {
 	pf             *file.Reader
 	rr             pqarrow.RecordReader
 	cols           [4]int // reward, case_results, case_status, reward_error
+	exact          int    // reward_exact, -1 when absent
 	isList         bool
 	ds, score      *fieldPath
 	scoreList      bool
@@ -185,6 +202,10 @@ func openScoredParquet(path string, opts Options) (_ *scoredParquet, err error) 
 			return nil, fmt.Errorf("%s: no %q column (not a verl-score output?)", path, name)
 		}
 		s.cols[k] = idx[0]
+	}
+	s.exact = -1
+	if idx := schema.FieldIndices(ColRewardExact); len(idx) > 0 {
+		s.exact = idx[0]
 	}
 	rt := schema.Field(s.cols[0]).Type
 	switch {
@@ -296,6 +317,12 @@ func (s *scoredParquet) Next() (*ScoredRow, error) {
 	rw := spanOf(s.rec.Column(s.cols[0]))
 	for j := rw.start; j < rw.end; j++ {
 		row.Rewards = append(row.Rewards, numberAt(rw.arr, j))
+	}
+	if s.exact >= 0 {
+		xw := spanOf(s.rec.Column(s.exact))
+		for j := xw.start; j < xw.end; j++ {
+			row.RewardsExact = append(row.RewardsExact, numberAt(xw.arr, j))
+		}
 	}
 	cr := spanOf(s.rec.Column(s.cols[1]))
 	for j := cr.start; j < cr.end; j++ {

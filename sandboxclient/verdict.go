@@ -77,7 +77,7 @@ type CaseResult struct {
 	// code, its output, or why it failed.
 	Checker *CheckerResult `json:"checker,omitempty"`
 	// Audit lists the loopholes the audit's probe of this case caught.
-	Audit []string `json:"audit,omitempty"`
+	Audit []string `json:"audit,omitzero"` // empty, not nil, for a probed case without flags
 
 	Attempts int  `json:"attempts"`
 	Infra    bool `json:"infra_error"`

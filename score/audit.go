@@ -79,7 +79,7 @@ func (e *Engine) audit(ctx context.Context, st *solState) {
 			a.Errors++
 			continue
 		}
-		var caseFlags []string
+		caseFlags := []string{} // not nil: the case was probed
 		end, raised := false, false
 		for _, r := range testcases.ProbeReports(resp.RunResult.Stderr, nonce) {
 			switch {

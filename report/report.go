@@ -1,0 +1,434 @@
+// Package report renders scored outputs, and the comparisons of check and
+// diff, as one self-contained HTML page: inline SVG charts, no script, no
+// network.
+package report
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/verl-score/verl-score/job"
+	"github.com/verl-score/verl-score/rollout"
+)
+
+// Report is what the page of a scored output shows.
+type Report struct {
+	Scored string   // the scored output
+	Cases  string   // the --cases-out file, "" when not given
+	Groups []*Group // per data source, sorted; then "overall" when there are several
+}
+
+// Group holds one data source's figures (or all of them).
+type Group struct {
+	Name      string
+	Prompts   int // rows
+	Responses int
+	// MeanScore is the mean over rows of their responses' mean, as the
+	// summary's mean_score; MeanOverResponses the plain mean.
+	MeanScore         float64
+	MeanOverResponses float64
+	// Histogram counts rewards: bin 0 is exactly 0, bin 11 exactly 1,
+	// bins 1..10 the tenths in between.
+	Histogram [12]int
+	Verdicts  []Count // in verdict order: True, False, -1 .. -4
+	PassAtK   []PassK
+	// InfraResponses have a case with an infrastructure status.
+	InfraResponses int
+	InfraRate      float64
+	// With reward_exact: the mean over rows under verl's exact rule, and
+	// the responses whose reward differs from it.
+	HasExact       bool
+	MeanScoreExact float64
+	Flips          []string // "row/response: exact → reward"
+	FlipCount      int
+	// From the cases file: the slowest cases, the most common failure
+	// messages, and the responses the audit flagged.
+	Slowest    []Slow
+	Failures   []Count
+	HasAudit   bool
+	Flagged    []string // "row/response: flags", the first maxListed
+	FlagCount  int      // responses flagged
+	FlagCounts []Count
+
+	sumRowMeans, sumExactMeans, sumRewards float64
+	meanRows, kept                         int
+	passSum                                map[int]float64
+	passN                                  map[int]int
+	verdicts                               map[string]int
+}
+
+// Count is a named count.
+type Count struct {
+	Name  string
+	Count int
+}
+
+// PassK is pass@k and the prompts behind it (those with at least k
+// responses).
+type PassK struct {
+	K       int
+	Value   float64
+	Prompts int
+}
+
+// Slow is one case and its run time.
+type Slow struct {
+	Where   string // "row 3 response 0 case 2"
+	Seconds float64
+	Status  string
+}
+
+// maxListed bounds the lists of the page.
+const maxListed = 15
+
+var verdictNames = []string{"True", "False", "-1", "-2", "-3", "-4"}
+
+// infraStatuses are the case statuses of infrastructure failures.
+var infraStatuses = map[string]bool{
+	"api_error": true, "sandbox_error": true, "checker_error": true, "unknown_failure": true,
+	"unknown_failure_state": true, "unexpected_success_state": true, "unknown_api_state": true,
+}
+
+func isInfra(status string) bool {
+	return infraStatuses[status] || strings.HasPrefix(status, "unknown_api_status_")
+}
+
+func newGroup(name string) *Group {
+	return &Group{Name: name, passSum: map[int]float64{}, passN: map[int]int{}, verdicts: map[string]int{}}
+}
+
+// Build reads a scored output (and, when casesPath is not "", its
+// --cases-out file) into a Report. opts are the reader options the run
+// used (the data source key).
+func Build(scoredPath, casesPath string, opts rollout.Options) (*Report, error) {
+	rd, err := rollout.OpenScored(scoredPath, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	r := &Report{Scored: scoredPath, Cases: casesPath}
+	groups := map[string]*Group{}
+	overall := newGroup("overall")
+	for {
+		row, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		name := row.DataSource
+		if name == "" {
+			name = "(none)"
+		}
+		g, ok := groups[name]
+		if !ok {
+			g = newGroup(name)
+			groups[name] = g
+		}
+		g.addRow(row)
+		overall.addRow(row)
+	}
+	if casesPath != "" {
+		if err := readCases(casesPath, groups, overall); err != nil {
+			return nil, err
+		}
+	}
+	names := make([]string, 0, len(groups))
+	for n := range groups {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		r.Groups = append(r.Groups, groups[n])
+	}
+	if len(names) != 1 {
+		r.Groups = append(r.Groups, overall)
+	}
+	for _, g := range append(r.Groups, overall) {
+		g.finish()
+	}
+	return r, nil
+}
+
+func (g *Group) addRow(row *rollout.ScoredRow) {
+	g.Prompts++
+	var sum, sumExact float64
+	correct := 0
+	for j, reward := range row.Rewards {
+		g.Responses++
+		if math.IsNaN(reward) {
+			reward = 0
+		}
+		sum += reward
+		g.sumRewards += reward
+		g.Histogram[bin(reward)]++
+		var verdicts []int8
+		if j < len(row.CaseResults) {
+			verdicts = row.CaseResults[j]
+		}
+		all := len(verdicts) > 0
+		for _, v := range verdicts {
+			g.verdicts[verdictName(v)]++
+			all = all && v == 1
+		}
+		if all {
+			correct++
+		}
+		if j < len(row.CaseStatus) {
+			for _, s := range row.CaseStatus[j] {
+				if isInfra(s) {
+					g.InfraResponses++
+					break
+				}
+			}
+		}
+		exact := reward
+		if j < len(row.RewardsExact) {
+			g.HasExact = true
+			exact = row.RewardsExact[j]
+			if exact != reward {
+				g.FlipCount++
+				if len(g.Flips) < maxListed {
+					g.Flips = append(g.Flips, fmt.Sprintf("%d/%d: %g → %g", row.Index, j, exact, reward))
+				}
+			}
+		}
+		sumExact += exact
+	}
+	n := len(row.Rewards)
+	g.kept += n
+	if n == 0 {
+		return
+	}
+	g.sumRowMeans += sum / float64(n)
+	g.sumExactMeans += sumExact / float64(n)
+	g.meanRows++
+	for _, k := range job.Ks(n) {
+		g.passSum[k] += job.PassAtK(n, correct, k)
+		g.passN[k]++
+	}
+}
+
+// bin is a reward's histogram bin.
+func bin(r float64) int {
+	switch {
+	case r <= 0:
+		return 0
+	case r >= 1:
+		return 11
+	}
+	return 1 + min(int(r*10), 9)
+}
+
+func verdictName(v int8) string {
+	switch v {
+	case 1:
+		return "True"
+	case 0:
+		return "False"
+	}
+	return fmt.Sprint(v)
+}
+
+func (g *Group) finish() {
+	if g.meanRows > 0 {
+		g.MeanScore = g.sumRowMeans / float64(g.meanRows)
+		g.MeanScoreExact = g.sumExactMeans / float64(g.meanRows)
+	}
+	if g.kept > 0 {
+		g.MeanOverResponses = g.sumRewards / float64(g.kept)
+	}
+	if g.Responses > 0 {
+		g.InfraRate = float64(g.InfraResponses) / float64(g.Responses)
+	}
+	g.Verdicts = g.Verdicts[:0]
+	for _, v := range verdictNames {
+		g.Verdicts = append(g.Verdicts, Count{v, g.verdicts[v]})
+	}
+	var ks []int
+	for k := range g.passN {
+		ks = append(ks, k)
+	}
+	sort.Ints(ks)
+	g.PassAtK = g.PassAtK[:0]
+	for _, k := range ks {
+		g.PassAtK = append(g.PassAtK, PassK{K: k, Value: g.passSum[k] / float64(g.passN[k]), Prompts: g.passN[k]})
+	}
+}
+
+// caseLine is what the report reads of a --cases-out line.
+type caseLine struct {
+	Row             int      `json:"row"`
+	Response        int      `json:"response_index"`
+	DataSource      string   `json:"data_source"`
+	Case            int      `json:"case_index"`
+	Verdict         any      `json:"verdict"`
+	Status          string   `json:"status"`
+	Stderr          *string  `json:"stderr"`
+	CompileStderr   *string  `json:"compile_stderr"`
+	APIRequestError *string  `json:"api_request_error"`
+	Duration        *float64 `json:"duration"`
+	Audit           []string `json:"audit"`
+}
+
+// readCases adds the slowest cases, the failure messages and the audit's
+// flags of the cases file to the groups.
+func readCases(path string, groups map[string]*Group, overall *Group) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("cases file: %w", err)
+	}
+	defer f.Close()
+	type acc struct {
+		slow     []Slow
+		failures map[string]int
+		flags    map[string]map[string]bool // "row/response" -> flags
+		audited  bool
+	}
+	accs := map[*Group]*acc{}
+	get := func(g *Group) *acc {
+		a, ok := accs[g]
+		if !ok {
+			a = &acc{failures: map[string]int{}, flags: map[string]map[string]bool{}}
+			accs[g] = a
+		}
+		return a
+	}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 64<<20)
+	no := 0
+	for sc.Scan() {
+		no++
+		var c caseLine
+		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+			return fmt.Errorf("%s:%d: %w", path, no, err)
+		}
+		name := c.DataSource
+		if name == "" {
+			name = "(none)"
+		}
+		g := groups[name]
+		if g == nil {
+			return fmt.Errorf("%s:%d: data source %q is not in the scored output: not its cases file?", path, no, c.DataSource)
+		}
+		for _, gg := range []*Group{g, overall} {
+			a := get(gg)
+			if c.Duration != nil {
+				a.slow = append(a.slow, Slow{Where: fmt.Sprintf("row %d response %d case %d", c.Row, c.Response, c.Case), Seconds: *c.Duration, Status: c.Status})
+			}
+			if msg := failureMessage(&c); msg != "" {
+				a.failures[msg]++
+			}
+			if c.Audit != nil {
+				a.audited = true
+				key := fmt.Sprintf("%d/%d", c.Row, c.Response)
+				if len(c.Audit) > 0 && a.flags[key] == nil {
+					a.flags[key] = map[string]bool{}
+				}
+				for _, fl := range c.Audit {
+					a.flags[key][fl] = true
+				}
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	audited := false
+	for _, a := range accs {
+		audited = audited || a.audited
+	}
+	for _, g := range groups {
+		g.HasAudit = audited
+	}
+	overall.HasAudit = audited
+	for g, a := range accs {
+		sort.SliceStable(a.slow, func(i, j int) bool { return a.slow[i].Seconds > a.slow[j].Seconds })
+		g.Slowest = a.slow[:min(len(a.slow), 10)]
+		g.Failures = topCounts(a.failures, 10)
+		kinds := map[string]int{}
+		var keys []string
+		for k := range a.flags {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			var fl []string
+			for f := range a.flags[k] {
+				fl = append(fl, f)
+				kinds[strings.SplitN(f, " ", 2)[0]]++
+			}
+			sort.Strings(fl)
+			g.FlagCount++
+			if len(g.Flagged) < maxListed {
+				g.Flagged = append(g.Flagged, k+": "+strings.Join(fl, ", "))
+			}
+		}
+		g.FlagCounts = topCounts(kinds, 10)
+	}
+	return nil
+}
+
+// failureMessage is a failing case's message: the last line of its
+// stderr for a runtime error, the first error of the compiler, the
+// request's error for an infrastructure failure, else its status.
+func failureMessage(c *caseLine) string {
+	if c.Status == "success" || c.Status == "" {
+		return ""
+	}
+	msg := c.Status
+	switch {
+	case c.APIRequestError != nil && *c.APIRequestError != "":
+		msg = c.Status + ": " + *c.APIRequestError
+	case c.Status == "compile_error" && c.CompileStderr != nil:
+		if l := firstMatching(*c.CompileStderr, "error"); l != "" {
+			msg = "compile error: " + l
+		}
+	case c.Status == "runtime_error" && c.Stderr != nil:
+		if l := lastLine(*c.Stderr); l != "" {
+			msg = l
+		}
+	case c.Status == "wrong_answer":
+		msg = "wrong answer"
+	}
+	if len(msg) > 160 {
+		msg = msg[:160] + "…"
+	}
+	return msg
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+func firstMatching(s, word string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, word) {
+			return strings.TrimSpace(l)
+		}
+	}
+	return lastLine(s)
+}
+
+func topCounts(m map[string]int, n int) []Count {
+	out := make([]Count, 0, len(m))
+	for k, v := range m {
+		out = append(out, Count{k, v})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Count != out[j].Count {
+			return out[i].Count > out[j].Count
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out[:min(len(out), n)]
+}
