@@ -72,18 +72,23 @@ func (e *Engine) runChecker(ctx context.Context, ch *testcases.Checker, c *testc
 	if c.Stdin != nil {
 		in = *c.Stdin
 	}
-	b64 := base64.StdEncoding.EncodeToString
 	req := &sandboxclient.Request{
 		CompileTimeout: e.opts.Timeout,
 		RunTimeout:     e.opts.Timeout,
 		Code:           ch.Program(),
 		MemoryLimitMB:  e.opts.MemoryLimitMB,
 		Language:       ch.Language,
-		Files: map[string]string{
+	}
+	if ch.Framed() {
+		framed := testcases.Stdin(in, *cr.Stdout, *c.Expected)
+		req.Stdin = &framed
+	} else {
+		b64 := base64.StdEncoding.EncodeToString
+		req.Files = map[string]string{
 			testcases.CheckerInput:  b64([]byte(in)),
 			testcases.CheckerOutput: b64([]byte(*cr.Stdout)),
 			testcases.CheckerAnswer: b64([]byte(*c.Expected)),
-		},
+		}
 	}
 	resp, err := e.client.Run(ctx, req)
 	res := &sandboxclient.CheckerResult{}

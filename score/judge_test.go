@@ -134,6 +134,7 @@ func TestCheckerJudgesManyAnswers(t *testing.T) {
 	}
 	for _, checker := range []any{sumChecker, map[string]any{"code": sumCheckerCpp, "language": "cpp"}} {
 		e := engineWith(t, func(o *Options) { o.CheckerKey = "checker" })
+		compiles := embedded(t).Stats().Compiles
 		var sols []Solution
 		for i, a := range answers {
 			sols = append(sols, Solution{ID: int64(i), Completion: fence("python", a.code), GroundTruth: gt(checker)})
@@ -145,6 +146,13 @@ func TestCheckerJudgesManyAnswers(t *testing.T) {
 			}
 			if wantExact := map[bool]float64{true: 1, false: 0}[i == 0]; r.ScoreExact != wantExact {
 				t.Errorf("answer %d: exact score %g, want %g", i, r.ScoreExact, wantExact)
+			}
+		}
+		// The C++ checker is compiled once for its 10 runs (the solutions
+		// are Python): each run sends the same program.
+		if m, ok := checker.(map[string]any); ok && m["language"] == "cpp" {
+			if n := embedded(t).Stats().Compiles - compiles; n != 1 {
+				t.Errorf("the C++ checker was compiled %d times, want once", n)
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package testcases
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -27,6 +28,16 @@ const (
 // uncaught exception, a syntax error included, exits 3 (testlib's "fail")
 // rather than Python's 1, which would read as a wrong answer.
 const checkerPython = `import sys as _verl_sys, traceback as _verl_tb
+def _verl_unpack():
+    data = _verl_sys.stdin.buffer.read()
+    head, _, rest = data.partition(b"\n")
+    at = 0
+    for name, n in zip(("` + CheckerInput + `", "` + CheckerOutput + `", "` + CheckerAnswer + `"), map(int, head.split())):
+        with open(name, "wb") as f:
+            f.write(rest[at:at + n])
+        at += n
+_verl_unpack()
+del _verl_unpack
 _verl_sys.argv = ['checker', '` + CheckerInput + `', '` + CheckerOutput + `', '` + CheckerAnswer + `']
 def _verl_crash(kind, value, tb):
     _verl_tb.print_exception(kind, value, tb)
@@ -46,14 +57,45 @@ exec(_verl_code, {"__name__": "__main__", "__builtins__": __builtins__})
 // arguments; a main that takes no arguments is called without them.
 const checkerMainCpp = `
 #undef main
+#include <cstdio>
+#include <string>
+static bool verl_checker_unpack() {
+    std::string data;
+    char buf[65536];
+    for (size_t n; (n = std::fread(buf, 1, sizeof buf, stdin)) > 0;) data.append(buf, n);
+    size_t nl = data.find('\n'), at = nl + 1;
+    unsigned long len[3];
+    if (nl == std::string::npos || std::sscanf(data.c_str(), "%lu %lu %lu", &len[0], &len[1], &len[2]) != 3) return false;
+    const char *names[3] = {"` + CheckerInput + `", "` + CheckerOutput + `", "` + CheckerAnswer + `"};
+    for (int i = 0; i < 3; i++) {
+        std::FILE *f = std::fopen(names[i], "wb");
+        if (!f || std::fwrite(data.data() + at, 1, len[i], f) != len[i] || std::fclose(f) != 0) return false;
+        at += len[i];
+    }
+    return true;
+}
 template <class F> static auto verl_checker_call(F f, int c, char **v, int) -> decltype(f(c, v)) { return f(c, v); }
 template <class F> static int verl_checker_call(F f, int, char **, long) { return f(); }
 int main() {
     static char a0[] = "checker", a1[] = "` + CheckerInput + `", a2[] = "` + CheckerOutput + `", a3[] = "` + CheckerAnswer + `";
     static char *argv[] = {a0, a1, a2, a3, nullptr};
+    if (!verl_checker_unpack()) return 3;
+    std::freopen("/dev/null", "r", stdin);
     return verl_checker_call(verl_checker_main, 4, argv, 0);
 }
 `
+
+// Framed reports whether the checker's three files reach it framed on
+// stdin (Stdin), unpacked by its program before it runs: its program is
+// then the same for every case, and compiled once. Otherwise they are
+// sent as the request's files.
+func (c *Checker) Framed() bool { return c.Language == "python" || c.Language == "cpp" }
+
+// Stdin frames a case's three files for a Framed checker: their lengths
+// on a line, then the files one after the other.
+func Stdin(input, output, answer string) string {
+	return fmt.Sprintf("%d %d %d\n", len(input), len(output), len(answer)) + input + output + answer
+}
 
 // Program is the code sent to run the checker: a testlib-style program
 // gets `checker input.txt output.txt answer.txt` as its arguments (Python
