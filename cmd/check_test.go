@@ -337,3 +337,34 @@ func TestCheckBaselineFromRun(t *testing.T) {
 		t.Errorf("transitions: got %q, want %q", got, want)
 	}
 }
+
+// TestHTMLPages: report writes a page for a scored output, and diff
+// --html one with the transition heat map; a bad input is an error
+// naming it.
+func TestHTMLPages(t *testing.T) {
+	a, b := "../testdata/check/a.scored.jsonl", "../testdata/check/b.scored.jsonl"
+	dir := t.TempDir()
+	page := filepath.Join(dir, "report.html")
+	if code, out, errOut := checkCLI(t, "report", a, "-o", page); code != ExitOK {
+		t.Fatalf("report: exit %d\n%s\n%s", code, out, errOut)
+	}
+	diffPage := filepath.Join(dir, "diff.html")
+	if code, out, errOut := checkCLI(t, "diff", a, b, "--html", diffPage); code != ExitRegression {
+		t.Fatalf("diff --html: exit %d\n%s\n%s", code, out, errOut)
+	}
+	for path, want := range map[string]string{page: `data-chart="pass_at_k"`, diffPage: `data-chart="transitions"`} {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(data), want) || !strings.HasPrefix(string(data), "<!DOCTYPE html>") {
+			t.Errorf("%s lacks %s", path, want)
+		}
+	}
+	if code, _, errOut := checkCLI(t, "report", "../testdata/check/rows.jsonl", "-o", page); code != ExitFailed || !strings.Contains(errOut, "rows.jsonl") {
+		t.Errorf("report of an input that is not scored: exit %d, %s", code, errOut)
+	}
+	if code, _, errOut := checkCLI(t, "report", a, "--cases", filepath.Join(dir, "none.jsonl"), "-o", page); code != ExitFailed || !strings.Contains(errOut, "none.jsonl") {
+		t.Errorf("report with a missing cases file: exit %d, %s", code, errOut)
+	}
+}
