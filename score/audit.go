@@ -59,8 +59,10 @@ func (e *Engine) audit(ctx context.Context, st *solState) {
 			continue
 		}
 		if err := e.lim.acquire(ctx, st.res.ID, i); err != nil {
-			a.Errors++
-			continue
+			// Stopped before the probes were sent: the result is not
+			// complete, so it is not kept, and a resume redoes it.
+			st.res.Aborted = true
+			return
 		}
 		files := map[string]string{}
 		if c.Expected != nil {
@@ -73,6 +75,10 @@ func (e *Engine) audit(ctx context.Context, st *solState) {
 			MemoryLimitMB: e.opts.MemoryLimitMB, Language: st.lang, Files: files,
 		})
 		e.lim.release()
+		if ctx.Err() != nil {
+			st.res.Aborted = true
+			return
+		}
 		a.Probes++
 		if err != nil || resp.RunResult == nil || resp.Status == sandboxclient.StatusSandboxError ||
 			resp.RunResult.Status == sandboxclient.StepTimeLimitExceeded {

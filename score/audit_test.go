@@ -1,9 +1,13 @@
 package score
 
 import (
+	"context"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/verl-score/verl-score/sandboxclient"
 )
 
 // TestAuditCatchesLoopholes: each loophole passes under verl's rules and
@@ -78,5 +82,37 @@ func TestAuditProbesOnlyPasses(t *testing.T) {
 	}
 	if a := rs[1].Audit; rs[1].Score != 1 || a == nil || a.Probes != 0 || a.Unprobed != 1 {
 		t.Errorf("bash: score %g audit %+v, want 1 unprobed case", rs[1].Score, a)
+	}
+}
+
+// stopAfterFirst stops its engine once the first request is answered:
+// the case keeps its verdict, and nothing more is sent.
+type stopAfterFirst struct {
+	inner sandboxclient.Client
+	e     *Engine
+	once  sync.Once
+}
+
+func (s *stopAfterFirst) Run(ctx context.Context, req *sandboxclient.Request) (*sandboxclient.Response, error) {
+	resp, err := s.inner.Run(ctx, req)
+	s.once.Do(s.e.Stop)
+	return resp, err
+}
+
+// A run stopped after a response's case passed but before its probe was
+// sent returns it aborted (not kept, redone on resume), not unaudited.
+func TestAuditStoppedIsAborted(t *testing.T) {
+	gt := truthJSON(t, map[string]any{"inputs": []string{"1 2\n"}, "outputs": []string{"3\n"}})
+	o := DefaultOptions()
+	o.Audit = true
+	c := &stopAfterFirst{inner: embedded(t)}
+	e, err := New(c, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.e = e
+	r := runAll(t, e, []Solution{{Completion: fence("python", "print(3)"), GroundTruth: gt}})[0]
+	if r.Cases[0].Verdict != sandboxclient.VerdictTrue || !r.Aborted {
+		t.Errorf("verdict %v, aborted %v, audit %+v; want a True case and an aborted result", r.Cases[0].Verdict, r.Aborted, r.Audit)
 	}
 }

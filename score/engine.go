@@ -558,7 +558,7 @@ func (e *Engine) waitAndFinish(ctx context.Context, st *solState) {
 		if !e.settle(st) {
 			return
 		}
-		if e.opts.Audit && !st.res.Aborted && st.set != nil && ctx.Err() == nil {
+		if e.opts.Audit && !st.res.Aborted && st.set != nil {
 			e.audit(ctx, st)
 		}
 		close(st.done)
