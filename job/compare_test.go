@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -224,9 +225,8 @@ func TestRewardExactColumn(t *testing.T) {
 
 type parquetColumn struct{ typ, json string }
 
-// parquetColumnsJSON reads a parquet file's columns: type, and the values
-// as one JSON list.
-func parquetColumnsJSON(t *testing.T, path string) map[string]parquetColumn {
+// readParquetTable reads a whole parquet file with the plain Arrow reader.
+func readParquetTable(t *testing.T, path string) arrow.Table {
 	t.Helper()
 	f, err := file.OpenParquetFile(path, false)
 	if err != nil {
@@ -241,6 +241,14 @@ func parquetColumnsJSON(t *testing.T, path string) map[string]parquetColumn {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return tbl
+}
+
+// parquetColumnsJSON reads a parquet file's columns: type, and the values
+// as one JSON list.
+func parquetColumnsJSON(t *testing.T, path string) map[string]parquetColumn {
+	t.Helper()
+	tbl := readParquetTable(t, path)
 	defer tbl.Release()
 	out := map[string]parquetColumn{}
 	for i, fld := range tbl.Schema().Fields() {

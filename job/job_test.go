@@ -14,9 +14,6 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/verl-score/verl-score/rollout"
 	"github.com/verl-score/verl-score/sandbox"
@@ -190,19 +187,7 @@ func TestGoldenParquet(t *testing.T) {
 	if _, err := runOn(context.Background(), embedded(t), jobOptions(verlParquet, out)); err != nil {
 		t.Fatal(err)
 	}
-	f, err := file.OpenParquetFile(out, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	fr, err := pqarrow.NewFileReader(f, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := fr.ReadTable(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl := readParquetTable(t, out)
 	defer tbl.Release()
 	var fields []string
 	for _, fld := range tbl.Schema().Fields() {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/verl-score/verl-score/job"
 	"github.com/verl-score/verl-score/rollout"
+	"github.com/verl-score/verl-score/sandboxclient"
 )
 
 // Report is what the page of a scored output shows.
@@ -228,15 +229,7 @@ func bin(r float64) int {
 	return 1 + min(int(r*10), 9)
 }
 
-func verdictName(v int8) string {
-	switch v {
-	case 1:
-		return "True"
-	case 0:
-		return "False"
-	}
-	return fmt.Sprint(v)
-}
+func verdictName(v int8) string { return sandboxclient.Verdict(v).String() }
 
 func (g *Group) finish() {
 	if g.meanRows > 0 {
