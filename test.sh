@@ -7,6 +7,8 @@ race='score|sandboxclient|sandbox|job|cmd|check|progress|resultcache'
 go vet ./...
 go test -count=1 -race $(go list ./... | grep -E "/($race)\$")
 go test -count=1 $(go list ./... | grep -v -E "/($race)\$")
+# The judging tests on the real corpus, skipped under -race above.
+go test -count=1 -run 'OnRealCorpus' ./job
 # The sandbox's tests once more with every Python run started plainly, so
 # that the containment tests hold on both paths (forkserver.go).
 VERL_SCORE_TEST_PLAIN_PYTHON=1 go test -count=1 ./sandbox

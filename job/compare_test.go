@@ -21,6 +21,14 @@ import (
 
 const realDir = "../../shared/data/real"
 
+// skipUnderRace skips a long judging test (no concurrency of its own to
+// check) in the race run; test.sh runs it without the race detector.
+func skipUnderRace(t *testing.T) {
+	if raceDetector {
+		t.Skip("judging on the real corpus: run without -race (test.sh does)")
+	}
+}
+
 // realSample writes the rows of taco, codecontests and livecodebench whose
 // label says they need a looser comparison, and every sixth other row, to
 // one JSONL file; it returns the file and how many responses are so
@@ -100,6 +108,7 @@ func readScored(t *testing.T, path string) []scoredLine {
 // reward; reward_exact is the exact run's reward, and the summary counts
 // the flips per data source.
 func TestCompareModesOnRealCorpus(t *testing.T) {
+	skipUnderRace(t)
 	in, labelled := realSample(t)
 	cache, err := resultcache.Open(t.TempDir(), "test", 1<<30)
 	if err != nil {
@@ -269,6 +278,7 @@ func parquetColumnsJSON(t *testing.T, path string) map[string]parquetColumn {
 // and flags the three loopholes added to it, in the summary and in
 // --cases-out.
 func TestAuditOnRealCorpus(t *testing.T) {
+	skipUnderRace(t)
 	files, _ := filepath.Glob(filepath.Join(realDir, "*.jsonl"))
 	if len(files) == 0 {
 		t.Skip("real corpus not here")
