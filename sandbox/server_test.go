@@ -760,8 +760,12 @@ var goTestTime = regexp.MustCompile(`\tcommand-line-arguments\t[0-9.]+s`)
 
 // untimed is stdout without go test's durations.
 func untimed(s string) string {
-	return goTestTime.ReplaceAllString(s, "\tcommand-line-arguments\tTIME")
+	s = goTestTime.ReplaceAllString(s, "\tcommand-line-arguments\tTIME")
+	return pytestTime.ReplaceAllString(s, " in TIMEs =")
 }
+
+// pytestTime is the run time on pytest's last line ("1 passed in 0.01s").
+var pytestTime = regexp.MustCompile(` in [0-9.]+s =`)
 
 // newLocalServer starts a real Local behind the server on an httptest
 // listener and returns an HTTP client for it, as verl-score's own remote
