@@ -273,8 +273,8 @@ func parquetColumnsJSON(t *testing.T, path string) map[string]parquetColumn {
 	return out
 }
 
-// TestAuditOnRealCorpus: the audit flags no response of a sample of every
-// real file (their correct solutions included: false-positive rate 0)
+// TestAuditOnRealCorpus: the audit flags no response of a sample (one row
+// in 14) of every real file (their correct solutions included: false-positive rate 0)
 // and flags the three loopholes added to it, in the summary and in
 // --cases-out.
 func TestAuditOnRealCorpus(t *testing.T) {
@@ -291,7 +291,7 @@ func TestAuditOnRealCorpus(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-			if i%7 == 0 {
+			if i%14 == 0 {
 				b.WriteString(line + "\n")
 				rows++
 			}
