@@ -168,9 +168,9 @@ func compareFigures(t *testing.T, page string, want map[string]float64) {
 	}
 }
 
-// TestReportFiguresEqualSummary: the page's figures are the run's summary
-// JSON's, group by group, and every chart is drawn for every group.
-func TestReportFiguresEqualSummary(t *testing.T) {
+// examplePage is the bundled example's report and its page.
+func examplePage(t *testing.T) (scoredExample, *Report, []byte) {
+	t.Helper()
 	ex := scored(t)
 	rep, err := Build(ex.scored, ex.cases, rollout.DefaultOptions())
 	if err != nil {
@@ -180,7 +180,14 @@ func TestReportFiguresEqualSummary(t *testing.T) {
 	if err := rep.WriteHTML(&buf); err != nil {
 		t.Fatal(err)
 	}
-	page := buf.String()
+	return ex, rep, buf.Bytes()
+}
+
+// TestReportFiguresEqualSummary: the page's figures are the run's summary
+// JSON's, group by group, and every chart is drawn for every group.
+func TestReportFiguresEqualSummary(t *testing.T) {
+	ex, rep, html := examplePage(t)
+	page := string(html)
 	compareFigures(t, page, summaryFigures(t, ex.summary))
 	checkCharts(t, page, len(rep.Groups))
 	if strings.Contains(page, "http://") || strings.Contains(page, "https://") || strings.Contains(page, "<script") {
@@ -262,16 +269,8 @@ func render(t *testing.T, page []byte, name string) string {
 // TestReportInChromium: the page as a browser builds it holds the charts
 // and the summary's figures.
 func TestReportInChromium(t *testing.T) {
-	ex := scored(t)
-	rep, err := Build(ex.scored, ex.cases, rollout.DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := rep.WriteHTML(&buf); err != nil {
-		t.Fatal(err)
-	}
-	dom := render(t, buf.Bytes(), "report")
+	ex, rep, html := examplePage(t)
+	dom := render(t, html, "report")
 	compareFigures(t, dom, summaryFigures(t, ex.summary))
 	checkCharts(t, dom, len(rep.Groups))
 }
