@@ -174,3 +174,86 @@ func rustCode(body string) string {
 		"    let v: Vec<i64> = s.split_whitespace().map(|x| x.parse().unwrap()).collect();\n    let (a, b) = (v[0], v[1]);\n    " +
 		body + "\n}\n"
 }
+
+// SlowLanguageCases is the matrix of LanguageCases for the languages whose
+// toolchains are large or slow to start (R, Racket, D, Verilog and the JVM
+// ones: Scala, Kotlin script, JUnit). Their tests carry the slowlangs build
+// tag; .ci/run runs them apart from the README's test command.
+func SlowLanguageCases() []ConformanceCase {
+	const (
+		T  = sandboxclient.VerdictTrue
+		F  = sandboxclient.VerdictFalse
+		RE = sandboxclient.VerdictRuntimeError
+		TO = sandboxclient.VerdictTimeout
+		CE = sandboxclient.VerdictCompileError
+		SE = sandboxclient.VerdictAPIError
+	)
+	in, out := optStr("2 3\n"), optStr("5\n")
+	const rRead = "x <- scan(file(\"stdin\"), quiet = TRUE)\n"
+	const rkt = "#lang racket\n(define a (read))\n(define b (read))\n"
+	const dRead = "import std.stdio;\n\nvoid main() {\n    long a, b;\n    readf(\" %d %d\", &a, &b);\n    "
+	const kts = "val (a, b) = readLine()!!.trim().split(\" \").map { it.toLong() }\n"
+	return []ConformanceCase{
+		{Name: "R/correct", Language: "R", Code: rRead + "cat(x[1] + x[2], \"\\n\", sep = \"\")\n", Stdin: in, Expected: out, Want: T},
+		{Name: "R/wrong", Language: "R", Code: rRead + "cat(x[1] * x[2], \"\\n\", sep = \"\")\n", Stdin: in, Expected: out, Want: F},
+		{Name: "R/runtime", Language: "R", Code: "stop(\"boom\")\n", Stdin: in, Expected: out, Want: RE},
+		{Name: "R/assert", Language: "R", Code: "stopifnot(isTRUE(all.equal(1, 0)))\n", Want: RE},
+		{Name: "R/timeout", Language: "R", Code: "repeat {}\n", Stdin: in, Expected: out, RunTimeout: 2, Want: TO},
+		{Name: "R/syntax", Language: "R", Code: "x <- (\n", Stdin: in, Expected: out, Want: RE},
+
+		{Name: "racket/correct", Language: "racket", Code: rkt + "(displayln (+ a b))\n", Stdin: in, Expected: out, Want: T},
+		{Name: "racket/wrong", Language: "racket", Code: rkt + "(displayln (* a b))\n", Stdin: in, Expected: out, Want: F},
+		{Name: "racket/runtime", Language: "racket", Code: "#lang racket\n(error \"boom\")\n", Stdin: in, Expected: out, Want: RE},
+		{Name: "racket/rackunit", Language: "racket", Code: "#lang racket\n(require rackunit)\n(check-equal? (string-length \"abc\") 4)\n", Want: T},
+		{Name: "racket/timeout", Language: "racket", Code: "#lang racket\n(let loop () (loop))\n", Stdin: in, Expected: out, RunTimeout: 3, Want: TO},
+		{Name: "racket/syntax", Language: "racket", Code: "#lang racket\n(define\n", Stdin: in, Expected: out, Want: RE},
+
+		{Name: "D_ut/correct", Language: "D_ut", Code: dRead + "writeln(a + b);\n}\n", Stdin: in, Expected: out, Want: T},
+		{Name: "D_ut/wrong", Language: "D_ut", Code: dRead + "writeln(a * b);\n}\n", Stdin: in, Expected: out, Want: F},
+		{Name: "D_ut/unittest", Language: "D_ut", Code: "unittest\n{\n    assert(0 == 1);\n}\nvoid main() {}\n", Want: RE},
+		{Name: "D_ut/unittest-pass", Language: "D_ut", Code: "unittest\n{\n    assert(1 == 1);\n}\nvoid main() {}\n", Want: T},
+		{Name: "D_ut/timeout", Language: "D_ut", Code: "void main() {\n    ulong x;\n    while (true) { x++; }\n}\n", Stdin: in, Expected: out, RunTimeout: 1, Want: TO},
+		{Name: "D_ut/compile", Language: "D_ut", Code: "void main() { undefinedName(); }\n", Stdin: in, Expected: out, Want: CE},
+
+		{Name: "verilog/correct", Language: "verilog", Code: verilogTB("$display(\"%0d\", 2 + 3);"), Expected: out, Want: T},
+		{Name: "verilog/wrong", Language: "verilog", Code: verilogTB("$display(\"%0d\", 2 * 3);"), Expected: out, Want: F},
+		{Name: "verilog/fatal", Language: "verilog", Code: verilogTB("$fatal(1, \"boom\");"), Expected: out, Want: RE},
+		{Name: "verilog/timeout", Language: "verilog", Code: "module tb;\n  reg clk = 0;\n  always #1 clk = ~clk;\nendmodule\n", Expected: out, RunTimeout: 1, Want: TO},
+		{Name: "verilog/compile", Language: "verilog", Code: "module tb;\n  initial begin\n    x = ;\n  end\nendmodule\n", Expected: out, Want: CE},
+
+		{Name: "scala/correct", Language: "scala", Code: scalaCode("println(a + b)"), Stdin: in, Expected: out, RunTimeout: 20, Want: T},
+		{Name: "scala/wrong", Language: "scala", Code: scalaCode("println(a * b)"), Stdin: in, Expected: out, RunTimeout: 20, Want: F},
+		{Name: "scala/runtime", Language: "scala", Code: scalaCode("assert(a == b)"), Stdin: in, Expected: out, RunTimeout: 20, Want: RE},
+		{Name: "scala/timeout", Language: "scala", Code: scalaCode("while (a + b > 0) {}"), Stdin: in, Expected: out, RunTimeout: 3, Want: TO},
+		{Name: "scala/compile", Language: "scala", Code: scalaCode("println(a + c)"), Stdin: in, Expected: out, Want: CE},
+		// SandboxFusion refuses code without an object before compiling.
+		{Name: "scala/no-object", Language: "scala", Code: "class Main {}\n", Stdin: in, Expected: out, Want: SE},
+
+		{Name: "kotlin_script/correct", Language: "kotlin_script", Code: kts + "println(a + b)\n", Stdin: in, Expected: out, RunTimeout: 40, Want: T},
+		{Name: "kotlin_script/wrong", Language: "kotlin_script", Code: kts + "println(a * b)\n", Stdin: in, Expected: out, RunTimeout: 40, Want: F},
+		{Name: "kotlin_script/runtime", Language: "kotlin_script", Code: kts + "if (a != b) throw Exception(\"boom\")\n", Stdin: in, Expected: out, RunTimeout: 40, Want: RE},
+		{Name: "kotlin_script/timeout", Language: "kotlin_script", Code: kts + "while (a + b > 0) {}\n", Stdin: in, Expected: out, RunTimeout: 8, Want: TO},
+		// A script is compiled in its one step: a bad one fails the run.
+		{Name: "kotlin_script/syntax", Language: "kotlin_script", Code: "val x = \n", Stdin: in, Expected: out, RunTimeout: 40, Want: RE},
+
+		{Name: "junit/pass", Language: "junit", Code: junitCode("assertEquals(3, Adder.add(1, 2));"), RunTimeout: 20, Want: T},
+		{Name: "junit/fail", Language: "junit", Code: junitCode("assertEquals(4, Adder.add(1, 2));"), RunTimeout: 20, Want: RE},
+		{Name: "junit/timeout", Language: "junit", Code: junitCode("while (Adder.add(1, 2) == 3) {}"), RunTimeout: 3, Want: TO},
+		{Name: "junit/compile", Language: "junit", Code: junitCode("assertEquals(3, undefinedName);"), Want: CE},
+	}
+}
+
+func verilogTB(body string) string {
+	return "module tb;\n  initial begin\n    " + body + "\n    $finish;\n  end\nendmodule\n"
+}
+
+func scalaCode(body string) string {
+	return "object Main {\n  def main(args: Array[String]): Unit = {\n" +
+		"    val Array(a, b) = scala.io.StdIn.readLine().trim.split(\" \").map(_.toLong)\n    " + body + "\n  }\n}\n"
+}
+
+func junitCode(stmt string) string {
+	return "import org.junit.jupiter.api.Test;\nimport static org.junit.jupiter.api.Assertions.*;\n\n" +
+		"public class Adder {\n    public static int add(int a, int b) { return a + b; }\n}\n\n" +
+		"class AdderTest {\n    @Test\n    void adds() {\n        " + stmt + "\n    }\n}\n"
+}

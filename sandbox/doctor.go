@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,7 +36,9 @@ var toolOrder = []struct{ lang, prog string }{
 	{"python", "python3"}, {"cpp", "g++"}, {"go, go_test", "go"}, {"java", "javac"},
 	{"java", "java"}, {"nodejs", "node"}, {"bash", "bash"}, {"rust", "rustc"},
 	{"perl", "perl"}, {"php", "php"}, {"ruby", "ruby"}, {"lua", "lua"},
-	{"typescript", "tsx"}, {"pytest", "pytest"},
+	{"typescript", "tsx"}, {"pytest", "pytest"}, {"R", "Rscript"}, {"racket", "racket"},
+	{"D_ut", "ldmd2"}, {"verilog", "iverilog"}, {"verilog", "vvp"}, {"scala", "scalac"},
+	{"scala", "scala"}, {"kotlin_script", "kotlinc"}, {"junit", junitConsole},
 }
 
 // findTools resolves every program to an absolute path of the real binary
@@ -68,6 +71,12 @@ func resolveTool(prog string) string {
 				}
 			}
 			return p
+		}
+		return ""
+	case junitConsole:
+		// A jar, not a program: java runs it.
+		if fi, err := os.Stat(junitConsoleJar); err == nil && fi.Mode().IsRegular() {
+			return junitConsoleJar
 		}
 		return ""
 	case "bash":
@@ -103,15 +112,20 @@ func isExecutable(p string) bool {
 	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
 }
 
-// reachableByOthers reports whether a user other than the owner can run p:
-// every directory on the way must be searchable by others.
+// reachableByOthers reports whether a user other than the owner can run p
+// (read it, for a jar): every directory on the way must be searchable by
+// others.
 func reachableByOthers(p string) bool {
 	real, err := filepath.EvalSymlinks(p)
 	if err != nil {
 		return false
 	}
+	need := fs.FileMode(0o001)
+	if strings.HasSuffix(real, ".jar") {
+		need = 0o004
+	}
 	fi, err := os.Stat(real)
-	if err != nil || fi.Mode().Perm()&0o001 == 0 {
+	if err != nil || fi.Mode().Perm()&need == 0 {
 		return false
 	}
 	for d := filepath.Dir(real); ; d = filepath.Dir(d) {
@@ -307,8 +321,8 @@ var languagePackages = map[string]string{
 	"perl": "perl (and libtest-deep-perl, libdata-compare-perl for MultiPL-E's tests)",
 	"php":  "php-cli", "ruby": "ruby", "lua": "lua5.4", "R": "r-base-core", "typescript": "tsx (npm install -g tsx)",
 	"csharp": "dotnet (not in Debian)", "scala": "scala", "kotlin_script": "kotlin", "racket": "racket",
-	"D_ut": "dmd (not in Debian; ldc is)", "verilog": "iverilog", "pytest": "python3-pytest",
-	"junit": "junit5", "jest": "npm's jest", "julia": "julia (not in Debian 12)", "cuda": "nvcc and a GPU",
+	"D_ut": "ldc (its ldmd2 stands in for dmd, which Debian lacks)", "verilog": "iverilog", "pytest": "python3-pytest",
+	"junit": "junit5 (and default-jdk-headless)", "jest": "npm's jest", "julia": "julia (not in Debian 12)", "cuda": "nvcc and a GPU",
 	"python_gpu": "a GPU Python runtime", "lean": "lean (not in Debian 12)", "swift": "swift (not in Debian 12)",
 }
 

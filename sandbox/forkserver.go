@@ -156,7 +156,7 @@ func (l *Local) startForkServer(lim limits) (*forkServer, error) {
 	s := stepSpec{
 		dir:  viewRunDir,
 		env:  l.env(viewRunDir, spec.env),
-		argv: spec.run(l, viewRunDir, "", 0),
+		argv: spec.run(l, stepArgs{dir: viewRunDir}),
 	}
 	s.view.files = map[string][]byte{f.userSite + "/usercustomize.py": []byte(forkServerSource)}
 	var sc nsinit.Script

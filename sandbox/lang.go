@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -15,20 +16,43 @@ type langSpec struct {
 	source     string   // file name of the code
 	// compile returns the compile command, run in the build directory; nil
 	// for interpreted languages.
-	compile func(l *Local, dir string) []string
+	compile func(l *Local, a stepArgs) []string
 	// compileAsRoot: the compiler writes a cache shared by all builds and
 	// runs no user code (go with cgo off), so it runs as root.
 	compileAsRoot bool
 	// hiddenCompile: upstream runs compile and tests as one step (go test);
 	// a failed build is reported as that one step.
 	hiddenCompile bool
-	run           func(l *Local, runDir, binDir string, memMB int) []string
+	run           func(l *Local, a stepArgs) []string
 	env           func(l *Local) []string
 	// heapLimited languages (JVM, Node.js) cannot start under an
 	// address-space limit; they get heap flags and a data limit instead.
 	heapLimited bool
 	// prepare, if set, turns the request's code into the source file.
 	prepare func(code string) string
+	// sourceName, if set, names the source file after the code (junit's
+	// public class); else it is source.
+	sourceName func(code string) string
+	// refuse, if set, says why the code cannot be built at all; the
+	// server then answers SandboxError with a compile step in Error.
+	refuse func(code string) string
+}
+
+// stepArgs is what a language's command lines are built from.
+type stepArgs struct {
+	dir    string // the step's working directory
+	binDir string // a run's build directory ("" when nothing was built)
+	memMB  int    // the request's memory_limit_MB
+	code   string // the request's code
+	files  []string
+}
+
+// fileName is the name the code gets on disk.
+func (spec *langSpec) fileName(code string) string {
+	if spec.sourceName != nil {
+		return spec.sourceName(code)
+	}
+	return spec.source
 }
 
 // source is what a request's code becomes on disk.
@@ -46,8 +70,8 @@ func interpreted(prog, source string, flags ...string) *langSpec {
 		programs:   []string{prog},
 		runProgram: prog,
 		source:     source,
-		run: func(l *Local, runDir, _ string, _ int) []string {
-			return append(append([]string{l.tools[prog]}, flags...), filepath.Join(runDir, source))
+		run: func(l *Local, a stepArgs) []string {
+			return append(append([]string{l.tools[prog]}, flags...), filepath.Join(a.dir, source))
 		},
 	}
 }
@@ -67,11 +91,9 @@ func phpSource(code string) string {
 // for it either, and a runner here would change verl's verdict).
 var unrunnable = map[string]string{
 	"csharp": "dotnet", "sql": "",
-	"cuda": "nvcc", "R": "Rscript", "D_ut": "dmd",
-	"scala": "scala", "julia": "julia",
-	"junit": "junit-platform-console-standalone", "kotlin_script": "kotlinc",
-	"jest": "jest", "verilog": "iverilog", "python_gpu": "a GPU python runtime",
-	"lean": "lean", "swift": "swift", "racket": "racket",
+	"cuda": "nvcc", "julia": "julia",
+	"jest": "jest", "python_gpu": "a GPU python runtime",
+	"lean": "lean", "swift": "swift",
 }
 
 func goEnv(l *Local) []string {
@@ -101,12 +123,12 @@ var languages = map[string]*langSpec{
 		runProgram:  "node",
 		source:      "solution.js",
 		heapLimited: true,
-		run: func(l *Local, runDir, _ string, memMB int) []string {
+		run: func(l *Local, a stepArgs) []string {
 			argv := []string{l.tools["node"]}
-			if memMB > 0 {
-				argv = append(argv, fmt.Sprintf("--max-old-space-size=%d", heapMB(memMB)))
+			if a.memMB > 0 {
+				argv = append(argv, fmt.Sprintf("--max-old-space-size=%d", heapMB(a.memMB)))
 			}
-			return append(argv, filepath.Join(runDir, "solution.js"))
+			return append(argv, filepath.Join(a.dir, "solution.js"))
 		},
 	},
 	// tsx runs TypeScript as SandboxFusion runs it. It starts Node.js
@@ -116,10 +138,10 @@ var languages = map[string]*langSpec{
 		runProgram:  "tsx",
 		source:      "solution.ts",
 		heapLimited: true,
-		run: func(l *Local, runDir, _ string, memMB int) []string {
-			argv := []string{l.tools["tsx"], filepath.Join(runDir, "solution.ts")}
-			if memMB > 0 {
-				argv = append([]string{"/usr/bin/env", fmt.Sprintf("NODE_OPTIONS=--max-old-space-size=%d", heapMB(memMB))}, argv...)
+		run: func(l *Local, a stepArgs) []string {
+			argv := []string{l.tools["tsx"], filepath.Join(a.dir, "solution.ts")}
+			if a.memMB > 0 {
+				argv = append([]string{"/usr/bin/env", fmt.Sprintf("NODE_OPTIONS=--max-old-space-size=%d", heapMB(a.memMB))}, argv...)
 			}
 			return argv
 		},
@@ -127,25 +149,25 @@ var languages = map[string]*langSpec{
 	"cpp": {
 		programs: []string{"g++"},
 		source:   "solution.cpp",
-		compile: func(l *Local, dir string) []string {
+		compile: func(l *Local, _ stepArgs) []string {
 			return append(append([]string{l.tools["g++"]}, cppFlags...), "solution.cpp", "-o", "test")
 		},
-		run: func(_ *Local, _, binDir string, _ int) []string {
-			return []string{filepath.Join(binDir, "test")}
+		run: func(_ *Local, a stepArgs) []string {
+			return []string{filepath.Join(a.binDir, "test")}
 		},
 	},
 	"rust": {
 		programs: []string{"rustc"},
 		source:   "solution.rs",
-		compile: func(l *Local, dir string) []string {
+		compile: func(l *Local, _ stepArgs) []string {
 			// Optimised, but with the overflow checks and debug assertions
 			// of the plain `rustc file.rs` the server runs, so that the
 			// same programs panic.
 			return []string{l.tools["rustc"], "-C", "opt-level=2", "-C", "overflow-checks=on",
 				"-C", "debug-assertions=on", "solution.rs", "-o", "test"}
 		},
-		run: func(_ *Local, _, binDir string, _ int) []string {
-			return []string{filepath.Join(binDir, "test")}
+		run: func(_ *Local, a stepArgs) []string {
+			return []string{filepath.Join(a.binDir, "test")}
 		},
 	},
 	"go": {
@@ -153,11 +175,11 @@ var languages = map[string]*langSpec{
 		source:        "solution.go",
 		compileAsRoot: true,
 		env:           goEnv,
-		compile: func(l *Local, dir string) []string {
+		compile: func(l *Local, _ stepArgs) []string {
 			return []string{l.tools["go"], "build", "-o", "out", "solution.go"}
 		},
-		run: func(_ *Local, _, binDir string, _ int) []string {
-			return []string{filepath.Join(binDir, "out")}
+		run: func(_ *Local, a stepArgs) []string {
+			return []string{filepath.Join(a.binDir, "out")}
 		},
 	},
 	"go_test": {
@@ -166,11 +188,96 @@ var languages = map[string]*langSpec{
 		compileAsRoot: true,
 		hiddenCompile: true,
 		env:           goEnv,
-		compile: func(l *Local, dir string) []string {
+		compile: func(l *Local, _ stepArgs) []string {
 			return []string{l.tools["go"], "test", "-c", "-o", "test.bin", "solution_test.go"}
 		},
-		run: func(_ *Local, _, binDir string, _ int) []string {
-			return []string{filepath.Join(binDir, "test.bin")}
+		run: func(_ *Local, a stepArgs) []string {
+			return []string{filepath.Join(a.binDir, "test.bin")}
+		},
+	},
+	"R":      interpreted("Rscript", "solution.R"),
+	"racket": interpreted("racket", "solution.rkt"),
+	// SandboxFusion builds D_ut with `dmd file.d -unittest -of=test`;
+	// ldmd2 is LDC's driver that takes dmd's options (Debian has no dmd).
+	"D_ut": {
+		programs: []string{"ldmd2"},
+		source:   "solution.d",
+		compile: func(l *Local, _ stepArgs) []string {
+			return []string{l.tools["ldmd2"], "solution.d", "-unittest", "-of=test"}
+		},
+		run: func(_ *Local, a stepArgs) []string {
+			return []string{filepath.Join(a.binDir, "test")}
+		},
+	},
+	// verilog-eval's commands, as SandboxFusion runs them: the testbench
+	// module is tb.
+	"verilog": {
+		programs:   []string{"iverilog", "vvp"},
+		runProgram: "vvp",
+		source:     "solution.sv",
+		compile: func(l *Local, _ stepArgs) []string {
+			return []string{l.tools["iverilog"], "-Wall", "-Winfloop", "-Wno-timescale", "-g2012", "-s", "tb", "-o", "test.vvp", "solution.sv"}
+		},
+		run: func(l *Local, a stepArgs) []string {
+			return []string{l.tools["vvp"], "-n", filepath.Join(a.binDir, "test.vvp")}
+		},
+	},
+	"scala": {
+		programs:    []string{"scalac", "scala", "java"},
+		runProgram:  "scala",
+		source:      "solution.scala",
+		heapLimited: true,
+		refuse: func(code string) string {
+			if scalaObject(code) == "" {
+				return "Object name not found."
+			}
+			return ""
+		},
+		compile: func(l *Local, _ stepArgs) []string {
+			return []string{"/usr/bin/env", "JAVA_OPTS=-Xmx1g -Xss4m -XX:+UseSerialGC", l.tools["scalac"], "solution.scala"}
+		},
+		run: func(l *Local, a stepArgs) []string {
+			return append(javaOpts(a.memMB, "-Xms32M"), l.tools["scala"], "-cp", a.binDir, scalaObject(a.code))
+		},
+	},
+	// SandboxFusion runs `kotlin file.kts`; Debian's Kotlin (1.3) runs a
+	// script only as `kotlinc -script`, which compiles and runs it in one
+	// step as well.
+	"kotlin_script": {
+		programs:    []string{"kotlinc", "java"},
+		runProgram:  "kotlinc",
+		source:      "solution.kts",
+		heapLimited: true,
+		run: func(l *Local, a stepArgs) []string {
+			return append(javaOpts(a.memMB, "-Xss2m"), l.tools["kotlinc"], "-script", filepath.Join(a.dir, "solution.kts"))
+		},
+	},
+	// JUnit 5's console launcher finds the tests in the classes built from
+	// the code (a file named after its public class) and the request's
+	// other .java files and jars, as SandboxFusion's runner does.
+	"junit": {
+		programs:    []string{"javac", "java", junitConsole},
+		runProgram:  "java",
+		source:      "Main.java",
+		heapLimited: true,
+		sourceName: func(code string) string {
+			if m := javaPublicClassPattern.FindStringSubmatch(code); m != nil {
+				return m[2] + ".java"
+			}
+			return "Main.java"
+		},
+		compile: func(l *Local, a stepArgs) []string {
+			// The shell expands *.java as SandboxFusion's does.
+			return []string{"/bin/sh", "-c", `exec "$0" "$@" *.java`, l.tools["javac"], "-J-Xmx512m", "-J-XX:+UseSerialGC",
+				"-J-XX:-UsePerfData", "-encoding", "UTF-8", "-cp", junitClassPath(l, ".", a.files)}
+		},
+		run: func(l *Local, a stepArgs) []string {
+			argv := []string{l.tools["java"]}
+			if a.memMB > 0 {
+				argv = append(argv, fmt.Sprintf("-Xmx%dm", heapMB(a.memMB)))
+			}
+			return append(argv, "-XX:+UseSerialGC", "-XX:-UsePerfData", "-jar", l.tools[junitConsole],
+				"--class-path", junitClassPath(l, a.binDir, a.files), "--scan-class-path")
 		},
 	},
 	"perl":   interpreted("perl", "solution.pl"),
@@ -187,16 +294,16 @@ var languages = map[string]*langSpec{
 		runProgram:  "java",
 		source:      "Main.java",
 		heapLimited: true,
-		compile: func(l *Local, dir string) []string {
+		compile: func(l *Local, _ stepArgs) []string {
 			return []string{l.tools["javac"], "-J-Xmx512m", "-J-XX:+UseSerialGC", "-J-XX:-UsePerfData",
 				"-encoding", "UTF-8", "-cp", javaClassPath("."), "Main.java"}
 		},
-		run: func(l *Local, _, binDir string, memMB int) []string {
+		run: func(l *Local, a stepArgs) []string {
 			argv := []string{l.tools["java"]}
-			if memMB > 0 {
-				argv = append(argv, fmt.Sprintf("-Xmx%dm", heapMB(memMB)))
+			if a.memMB > 0 {
+				argv = append(argv, fmt.Sprintf("-Xmx%dm", heapMB(a.memMB)))
 			}
-			return append(argv, "-XX:+UseSerialGC", "-XX:-UsePerfData", "-cp", javaClassPath(binDir), "-ea", "Main")
+			return append(argv, "-XX:+UseSerialGC", "-XX:-UsePerfData", "-cp", javaClassPath(a.binDir), "-ea", "Main")
 		},
 	},
 }
@@ -249,6 +356,51 @@ func compileLimits(memMB int, timeout time.Duration) limits {
 		data = memMB
 	}
 	return limits{dataMB: data, cpuSec: cpuSeconds(timeout), nproc: runNproc, fsizeMB: 512, nofile: runNofile}
+}
+
+// javaOpts starts a JVM launcher script (scala, kotlinc) with the heap
+// flag of a memory limit; without one the script's own defaults hold.
+func javaOpts(memMB int, more string) []string {
+	if memMB <= 0 {
+		return nil
+	}
+	return []string{"/usr/bin/env", fmt.Sprintf("JAVA_OPTS=-Xmx%dm %s -XX:+UseSerialGC", heapMB(memMB), more)}
+}
+
+// scalaObjectPattern is SandboxFusion's rule for the object a Scala
+// program runs: the first `object Name`, unless an `extends X {` comes
+// first, which names none.
+var scalaObjectPattern = regexp.MustCompile(`object\s+(\w+)(\s*)|(\s+extends\s+\w+\s*)\{`)
+
+func scalaObject(code string) string {
+	m := scalaObjectPattern.FindStringSubmatch(code)
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
+
+// junitConsole is the tool name of JUnit 5's console launcher, a jar
+// (Debian: junit5) that java runs.
+const (
+	junitConsole    = "junit-platform-console-standalone"
+	junitConsoleJar = "/usr/share/java/junit-platform-console-standalone.jar"
+)
+
+// javaPublicClassPattern finds a Java file's public class, as
+// SandboxFusion does to name the file of a junit request.
+var javaPublicClassPattern = regexp.MustCompile(`\bpublic\s+(abstract\s+|final\s+)?class\s+(\w+)`)
+
+// junitClassPath is dir, the launcher, and the request's jars (which lie
+// in the step's working directory).
+func junitClassPath(l *Local, dir string, files []string) string {
+	cp := []string{dir, l.tools[junitConsole]}
+	for _, f := range files {
+		if strings.HasSuffix(f, ".jar") {
+			cp = append(cp, f)
+		}
+	}
+	return strings.Join(cp, ":")
 }
 
 // javaLibraries are jars a SandboxFusion image puts on the Java class path

@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -309,6 +310,15 @@ func (l *Local) Run(ctx context.Context, req *sandboxclient.Request) (*sandboxcl
 			return sandboxError(fmt.Sprintf("exception on running code: %s not found on this machine (needed for %s)", prog, req.Language)), nil
 		}
 	}
+	if spec.refuse != nil {
+		if msg := spec.refuse(req.Code); msg != "" {
+			// SandboxFusion's runner answers before running anything: a
+			// compile step in Error, which makes the response SandboxError.
+			rc := 1
+			return &sandboxclient.Response{Status: sandboxclient.StatusSandboxError, Message: msg, Files: map[string]string{},
+				CompileResult: &sandboxclient.StepResult{Status: sandboxclient.StepError, ReturnCode: &rc, Stderr: msg}}, nil
+		}
+	}
 	files, err := decodeFiles(req.Files)
 	if err != nil {
 		return sandboxError("exception on running code: " + err.Error()), nil
@@ -439,7 +449,7 @@ func (l *Local) doCompile(ctx context.Context, spec *langSpec, req *sandboxclien
 	if err := writeFiles(dir, files); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, spec.source), spec.sourceText(req.Code), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, spec.fileName(req.Code)), spec.sourceText(req.Code), 0o644); err != nil {
 		return nil, fmt.Errorf("write source: %w", err)
 	}
 	var goBinds []viewBind
@@ -469,7 +479,7 @@ func (l *Local) doCompile(ctx context.Context, spec *langSpec, req *sandboxclien
 	} else {
 		st.dir = dir
 	}
-	st.argv = spec.compile(l, st.dir)
+	st.argv = spec.compile(l, stepArgs{dir: st.dir, memMB: req.MemoryLimitMB, code: req.Code, files: slices.Sorted(maps.Keys(files))})
 	if spec == languages["cpp"] {
 		if inc := l.cppPCH(); inc != "" {
 			if l.iso.contained {
@@ -617,7 +627,7 @@ func (l *Local) execute(ctx context.Context, spec *langSpec, req *sandboxclient.
 		st.view.files = files
 		if spec.compile == nil {
 			st.view.files = maps.Clone(files)
-			st.view.files[spec.source] = spec.sourceText(req.Code)
+			st.view.files[spec.fileName(req.Code)] = spec.sourceText(req.Code)
 		}
 		st.view.fetch = validFetchNames(req.FetchFiles)
 		viewBin := ""
@@ -625,7 +635,7 @@ func (l *Local) execute(ctx context.Context, spec *langSpec, req *sandboxclient.
 			viewBin = viewBuildDir
 			st.view.binds = []viewBind{{source: binDir, target: viewBuildDir}}
 		}
-		st.argv = spec.run(l, st.dir, viewBin, req.MemoryLimitMB)
+		st.argv = spec.run(l, stepArgs{dir: st.dir, binDir: viewBin, memMB: req.MemoryLimitMB, code: req.Code, files: slices.Sorted(maps.Keys(files))})
 		st.forkable = spec == languages["python"] && !st.asRoot && len(st.view.fetch) == 0
 	} else {
 		dir := filepath.Join(l.root, "runs", fmt.Sprintf("r%d", l.runSeq.Add(1)))
@@ -637,12 +647,12 @@ func (l *Local) execute(ctx context.Context, spec *langSpec, req *sandboxclient.
 			return nil, nil, err
 		}
 		if spec.compile == nil {
-			if err := os.WriteFile(filepath.Join(dir, spec.source), spec.sourceText(req.Code), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, spec.fileName(req.Code)), spec.sourceText(req.Code), 0o644); err != nil {
 				return nil, nil, fmt.Errorf("write source: %w", err)
 			}
 		}
 		st.dir, st.owned, st.ownTree, st.fetch = dir, dir, len(files) > 0, req.FetchFiles
-		st.argv = spec.run(l, dir, binDir, req.MemoryLimitMB)
+		st.argv = spec.run(l, stepArgs{dir: dir, binDir: binDir, memMB: req.MemoryLimitMB, code: req.Code, files: slices.Sorted(maps.Keys(files))})
 	}
 	st.env = l.env(st.dir, spec.env)
 	st.mergeStderr = spec.hiddenCompile

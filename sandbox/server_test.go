@@ -761,8 +761,12 @@ var goTestTime = regexp.MustCompile(`\tcommand-line-arguments\t[0-9.]+s`)
 // untimed is stdout without go test's durations.
 func untimed(s string) string {
 	s = goTestTime.ReplaceAllString(s, "\tcommand-line-arguments\tTIME")
+	s = junitTime.ReplaceAllString(s, "finished after TIME ms")
 	return pytestTime.ReplaceAllString(s, " in TIMEs =")
 }
+
+// junitTime is the run time JUnit's console launcher prints.
+var junitTime = regexp.MustCompile(`finished after [0-9]+ ms`)
 
 // pytestTime is the run time on pytest's last line ("1 passed in 0.01s").
 var pytestTime = regexp.MustCompile(` in [0-9.]+s =`)
@@ -798,10 +802,15 @@ func TestServeLanguageCasesEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles and runs every language")
 	}
+	serveMatrix(t, LanguageCases())
+}
+
+// serveMatrix runs cases through the HTTP server and directly through
+// Local: both must give each case's verdict, with the same statuses.
+func serveMatrix(t *testing.T, cases []ConformanceCase) {
 	local, hc := newLocalServer(t, ServerOptions{MaxInFlight: 2, MaxQueue: 64})
-	cases := LanguageCases()
 	if len(cases) == 0 {
-		t.Fatal("LanguageCases is empty")
+		t.Fatal("no cases")
 	}
 	ctx := context.Background()
 	// The cases run as parallel subtests, so at most -parallel (GOMAXPROCS
@@ -809,9 +818,7 @@ func TestServeLanguageCasesEndToEnd(t *testing.T) {
 	// spend its HTTP timeout there, as with SandboxFusion.
 	for _, c := range cases {
 		t.Run(c.Name, func(t *testing.T) {
-			if _, err := exec.LookPath(toolFor[c.Language]); err != nil {
-				t.Skipf("%s not installed", toolFor[c.Language])
-			}
+			needTools(t, local, c.Language)
 			t.Parallel()
 			// Through HTTP first, so that Local's compile cache cannot make
 			// the server path look better than the direct one.

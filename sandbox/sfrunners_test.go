@@ -23,6 +23,7 @@ type sfRunnerCase struct {
 	stdoutHas            string
 	stdin                *string
 	outputHas            string // in stdout or stderr
+	compileStatus        string // the compile step's, when the case checks it
 }
 
 var sfRunnerCases = []sfRunnerCase{
@@ -165,12 +166,15 @@ class TestWordCount:
 // TestSandboxFusionRunnerCases sends each case through `serve` and
 // requires SandboxFusion's answer.
 func TestSandboxFusionRunnerCases(t *testing.T) {
-	_, hc := newLocalServer(t, ServerOptions{MaxInFlight: 2, MaxQueue: 16})
-	for _, c := range sfRunnerCases {
+	serveSFRunnerCases(t, sfRunnerCases)
+}
+
+// serveSFRunnerCases sends each case through `serve`, one at a time.
+func serveSFRunnerCases(t *testing.T, cases []sfRunnerCase) {
+	local, hc := newLocalServer(t, ServerOptions{MaxInFlight: 2, MaxQueue: 16})
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if p := toolFor[c.language]; p != "" && resolveTool(p) == "" {
-				t.Skipf("%s not installed", p)
-			}
+			needTools(t, local, c.language)
 			rt := c.runTimeout
 			if rt == 0 {
 				rt = 10
@@ -183,6 +187,9 @@ func TestSandboxFusionRunnerCases(t *testing.T) {
 			if resp.Status != c.status || resp.RunResult.Status != c.runStatus || !strings.Contains(resp.RunResult.Stdout, c.stdoutHas) ||
 				!strings.Contains(resp.RunResult.Stdout+resp.RunResult.Stderr, c.outputHas) {
 				t.Errorf("want %s/%s with %q in stdout and %q in the output, got %s", c.status, c.runStatus, c.stdoutHas, c.outputHas, respText(resp, nil))
+			}
+			if c.compileStatus != "" && (resp.CompileResult == nil || resp.CompileResult.Status != c.compileStatus) {
+				t.Errorf("want compile step %s, got %s", c.compileStatus, respText(resp, nil))
 			}
 		})
 	}

@@ -36,8 +36,8 @@ type view struct {
 
 // etcEntries are what the toolchains read from /etc: the dynamic linker's
 // cache, Debian's alternatives (java, c++), the JVM's configuration, TLS and
-// time-zone data. The host's users, hosts and the rest stay out.
-var etcEntries = []string{"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "ssl", "mime.types", "php"}
+// time-zone data, PHP's, R's, Racket's and LDC's configuration. The host's users, hosts and the rest stay out.
+var etcEntries = []string{"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "ssl", "mime.types", "php", "R", "racket", "ldc2.conf"}
 
 var devNodes = []string{"null", "zero", "full", "random", "urandom"}
 
@@ -193,8 +193,8 @@ func runOps(sc *nsinit.Script, s *stepSpec, uid int, argv []string, maxFetch int
 	}
 }
 
-// reachable reports whether a user other than root can run p inside the
-// view: it lies in a bound tree, and every directory from the tree's root
+// reachable reports whether a user other than root can run p (read it,
+// for a jar) inside the view: it lies in a bound tree, and every directory from the tree's root
 // down, and p itself, are open to others.
 func (v *view) reachable(p string) bool {
 	real, err := filepath.EvalSymlinks(p)
@@ -205,8 +205,12 @@ func (v *view) reachable(p string) bool {
 		if real != b.source && !strings.HasPrefix(real, b.source+"/") {
 			continue
 		}
+		need := os.FileMode(0o001) // run by others; a jar is read
+		if strings.HasSuffix(real, ".jar") {
+			need = 0o004
+		}
 		fi, err := os.Stat(real)
-		if err != nil || fi.Mode().Perm()&0o001 == 0 {
+		if err != nil || fi.Mode().Perm()&need == 0 {
 			return false
 		}
 		for d := filepath.Dir(real); len(d) >= len(b.source); d = filepath.Dir(d) {
