@@ -232,12 +232,37 @@ def _server():
             lo = max(lo, fd + 1)
         os.closerange(lo, 1 << 20)
 
-    # A run's network namespace is empty and its program cannot change
-    # it (that takes CAP_NET_ADMIN); once every process of the run has
-    # ended it holds nothing of the run, so it is handed to the next run
-    # instead of being made anew (which costs more than the rest of the
-    # namespaces together). No two runs ever hold one at once.
+    # A run's network namespace has only its loopback, up, and its program
+    # cannot change it (that takes CAP_NET_ADMIN). Once every process of
+    # the run has ended, a namespace whose loopback carried no packet holds
+    # nothing of the run, so it is handed to the next run instead of being
+    # made anew (which costs more than the rest of the namespaces
+    # together); one that did may hold the run's closing connections, and
+    # is dropped. No two runs ever hold one at once.
     free_netns = []
+    own_netns = os.open("/proc/self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+    SIOCSIFFLAGS, IFF_UP, IFF_RUNNING = 0x8914, 0x1, 0x40
+
+    def loopback_up():
+        s = _socket.socket(_socket.AF_INET, _socket.SOCK_DGRAM)
+        try:
+            ifreq = ctypes.create_string_buffer(b"lo", 40)
+            ctypes.c_short.from_buffer(ifreq, 16).value = IFF_UP | IFF_RUNNING
+            check(libc.ioctl(s.fileno(), ctypes.c_ulong(SIOCSIFFLAGS), ifreq), "bring the loopback up")
+        finally:
+            s.close()
+
+    def loopback_used(netns):
+        check(libc.setns(netns, NEWNET), "enter a network namespace")
+        try:
+            with open("/proc/thread-self/net/dev", "rb") as f:
+                for line in f:
+                    name, _, counters = line.partition(b":")
+                    if name.strip() == b"lo":
+                        return int(counters.split()[1]) != 0  # packets received
+            return True
+        finally:
+            check(libc.setns(own_netns, NEWNET), "leave a network namespace")
 
     def new_netns():
         ready_r, ready_w = os.pipe()
@@ -248,6 +273,10 @@ def _server():
                 os.close(ready_r)
                 os.close(hold_w)
                 check(libc.unshare(NEWNET), "unshare")
+                try:
+                    loopback_up()
+                except OSError:
+                    pass  # the loopback stays down, as without namespaces of our own
                 os.write(ready_w, b"y")
                 os.read(hold_r, 1)  # until the server holds the namespace
             finally:
@@ -356,7 +385,14 @@ def _server():
             if run["status"] is not None:
                 write_all(run["rep"], record("R", run["status"], run["elapsed"]))
             os.close(run["rep"])
-            free_netns.append(run["netns"])
+            try:
+                used = loopback_used(run["netns"])
+            except OSError:
+                used = True
+            if used:
+                os.close(run["netns"])
+            else:
+                free_netns.append(run["netns"])
             if run["kill"] is not None:
                 unwatch(run["kill"])
 

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/verl-score/verl-score/sandboxclient"
@@ -275,4 +276,73 @@ func TestDoctorListsEveryVerlLanguage(t *testing.T) {
 			t.Errorf("%s has no runner but is listed as available", r.Name)
 		}
 	}
+}
+
+// loopbackServer is SandboxFusion's isolation test program (with urllib
+// for requests, which a plain Python lacks): it serves HTTP on port in a
+// thread and fetches a page from itself through host.
+func loopbackServer(host string, port int, wait float64) string {
+	return fmt.Sprintf(`
+import http.server
+import socketserver
+import sys
+import threading
+import time
+import urllib.request
+
+class Handler(http.server.SimpleHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header('Content-type', 'text/html')
+        self.end_headers()
+        self.wfile.write(b'Hello, this is a special string!')
+
+def serve():
+    try:
+        socketserver.TCPServer.allow_reuse_address = False
+        with socketserver.TCPServer(("", %[2]d), Handler) as httpd:
+            httpd.serve_forever()
+    except Exception as e:
+        print(e)
+        sys.exit(1)
+
+threading.Thread(target=serve, daemon=True).start()
+time.sleep(%[3]g)
+body = urllib.request.urlopen("http://%[1]s:%[2]d", timeout=3).read().decode()
+print("Test Passed" if "special string" in body else "Test Failed")
+`, host, port, wait)
+}
+
+// TestServeLoopback is SandboxFusion's network isolation cases through
+// `serve`: a program serving on 127.0.0.1 or localhost reaches itself,
+// two runs at once use the same port each in its own namespace, and runs
+// one after another reuse a port (a namespace whose loopback was used is
+// not handed to the next run, so no closing connection of one run is left
+// in the next).
+func TestServeLoopback(t *testing.T) {
+	local, hc := newLocalServer(t, ServerOptions{MaxInFlight: 2, MaxQueue: 16})
+	if !local.iso.netns {
+		t.Skip("no network namespace on this host")
+	}
+	run := func(t *testing.T, code string) {
+		t.Helper()
+		resp, err := hc.Run(context.Background(), &sandboxclient.Request{Language: "python", Code: code, RunTimeout: 6, MemoryLimitMB: -1})
+		if err != nil || resp.RunResult == nil || resp.Status != sandboxclient.StatusSuccess || !strings.Contains(resp.RunResult.Stdout, "Test Passed") {
+			t.Errorf("want Test Passed, got %s", respText(resp, err))
+		}
+	}
+	t.Run("127.0.0.1", func(t *testing.T) { run(t, loopbackServer("127.0.0.1", 31001, 0.3)) })
+	t.Run("localhost", func(t *testing.T) { run(t, loopbackServer("localhost", 31002, 0.3)) })
+	t.Run("same port at once", func(t *testing.T) {
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(func() { run(t, loopbackServer("127.0.0.1", 31003, 1)) })
+		}
+		wg.Wait()
+	})
+	t.Run("same port one after another", func(t *testing.T) {
+		for range 4 {
+			run(t, loopbackServer("127.0.0.1", 31004, 0.1))
+		}
+	})
 }

@@ -198,6 +198,10 @@ func run() int {
 	if !ok {
 		return fail(ReportError, "malformed script", nil)
 	}
+	// The step's network namespace is new and empty: its loopback comes
+	// up, as in SandboxFusion's, so that a program can talk to itself.
+	// Nothing leads out of it. Where this fails it stays down.
+	loopbackUp()
 	// Nothing we mount may reach the host's tree.
 	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
 		return fail(ReportError, "make mounts private", err)
@@ -319,6 +323,20 @@ func run() int {
 		return 112
 	}
 	return 0
+}
+
+// loopbackUp sets the flags of the namespace's "lo" to up and running.
+func loopbackUp() bool {
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer syscall.Close(fd)
+	var ifreq [40]byte // struct ifreq: the name, then the flags as a short
+	copy(ifreq[:], "lo")
+	*(*uint16)(unsafe.Pointer(&ifreq[syscall.IFNAMSIZ])) = syscall.IFF_UP | syscall.IFF_RUNNING
+	_, _, errno := syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), syscall.SIOCSIFFLAGS, uintptr(unsafe.Pointer(&ifreq[0])))
+	return errno == 0
 }
 
 // closeOnExecFrom marks every fd from lo up close-on-exec.
