@@ -13,5 +13,5 @@ go test -count=1 -run 'OnRealCorpus' ./job
 # every Python run started plainly, so that they hold on both paths
 # (forkserver.go).
 VERL_SCORE_TEST_PLAIN_PYTHON=1 go test -count=1 ./sandbox -run \
-  'ForkBomb|HugeAllocation|InfiniteLoop|HugeOutput|OutputBeyond|Orphans|NoNetwork|WritesOutside|EnvironmentSecret|SignalReturnCode|ContextCancel|FilesAndFetch|Hostile|RequestFiles|FnNameDriver|LanguageCases|Fixtures|ConcurrentStdin|ReopenTheirStdio|NewRunnersAreContained|RunCodeFixtures|CompilersCannotRead|CachedBinaries|ServeLoopback'
+  'ForkBomb|HugeAllocation|InfiniteLoop|HugeOutput|OutputBeyond|Orphans|NoNetwork|WritesOutside|EnvironmentSecret|SignalReturnCode|ContextCancel|FilesAndFetch|Hostile|RequestFiles|FnNameDriver|LanguageCases|Fixtures|ConcurrentStdin|ReopenTheirStdio|NewRunnersAreContained|RunCodeFixtures|CompilersCannotRead|CachedBinaries|ServeLoopback|ServeAbsoluteFiles'
 

@@ -323,6 +323,10 @@ func (l *Local) Run(ctx context.Context, req *sandboxclient.Request) (*sandboxcl
 	if err != nil {
 		return sandboxError("exception on running code: " + err.Error()), nil
 	}
+	abs, err := l.absoluteFiles(files, req.FetchFiles)
+	if err != nil {
+		return sandboxError("exception on running code: " + err.Error()), nil
+	}
 
 	resp := &sandboxclient.Response{Files: map[string]string{}}
 	var binDir string
@@ -349,7 +353,7 @@ func (l *Local) Run(ctx context.Context, req *sandboxclient.Request) (*sandboxcl
 		binDir = b.dir
 	}
 
-	rr, fetched, err := l.execute(ctx, spec, req, files, binDir)
+	rr, fetched, err := l.execute(ctx, spec, req, files, abs, binDir)
 	if err != nil {
 		return nil, err
 	}
@@ -607,7 +611,7 @@ func goTestBuildFailure(c *sandboxclient.StepResult) *sandboxclient.StepResult {
 }
 
 // execute runs the program of one request in a fresh directory.
-func (l *Local) execute(ctx context.Context, spec *langSpec, req *sandboxclient.Request, files map[string][]byte, binDir string) (*sandboxclient.StepResult, map[string]string, error) {
+func (l *Local) execute(ctx context.Context, spec *langSpec, req *sandboxclient.Request, files, abs map[string][]byte, binDir string) (*sandboxclient.StepResult, map[string]string, error) {
 	var stdin []byte
 	if req.Stdin != nil {
 		stdin = []byte(*req.Stdin)
@@ -629,6 +633,7 @@ func (l *Local) execute(ctx context.Context, spec *langSpec, req *sandboxclient.
 			st.view.files = maps.Clone(files)
 			st.view.files[spec.fileName(req.Code)] = spec.sourceText(req.Code)
 		}
+		st.view.abs = abs
 		st.view.fetch = validFetchNames(req.FetchFiles)
 		viewBin := ""
 		if binDir != "" {
@@ -636,7 +641,7 @@ func (l *Local) execute(ctx context.Context, spec *langSpec, req *sandboxclient.
 			st.view.binds = []viewBind{{source: binDir, target: viewBuildDir}}
 		}
 		st.argv = spec.run(l, stepArgs{dir: st.dir, binDir: viewBin, memMB: req.MemoryLimitMB, code: req.Code, files: slices.Sorted(maps.Keys(files))})
-		st.forkable = spec == languages["python"] && !st.asRoot && len(st.view.fetch) == 0
+		st.forkable = spec == languages["python"] && !st.asRoot && len(st.view.fetch) == 0 && len(abs) == 0
 	} else {
 		dir := filepath.Join(l.root, "runs", fmt.Sprintf("r%d", l.runSeq.Add(1)))
 		if err := os.Mkdir(dir, 0o700); err != nil {
@@ -662,15 +667,55 @@ func (l *Local) execute(ctx context.Context, spec *langSpec, req *sandboxclient.
 	return l.runStep(ctx, st)
 }
 
-// validFetchNames keeps the fetch names that stay inside the run directory.
+// validFetchNames keeps the fetch names that stay inside the run directory
+// and the absolute paths (absoluteFiles has checked those).
 func validFetchNames(names []string) []string {
 	var out []string
 	for _, n := range names {
-		if _, err := safeJoin("/x", n); err == nil {
+		if _, err := safeJoin("/x", n); err == nil || filepath.IsAbs(n) {
 			out = append(out, n)
 		}
 	}
 	return out
+}
+
+// absoluteFiles takes the request's files at absolute paths out of files
+// and returns them. As SandboxFusion, a request may write files anywhere
+// and fetch them from anywhere; here such a path exists only inside the
+// run's own view (view.absoluteAllowed), so it needs the contained
+// sandbox, and a path in the system's tree is refused.
+func (l *Local) absoluteFiles(files map[string][]byte, fetch []string) (map[string][]byte, error) {
+	var abs map[string][]byte
+	check := func(p string) error {
+		if !l.iso.contained {
+			return fmt.Errorf("file %q: an absolute path needs the sandbox's own filesystem view, which this host does not allow", p)
+		}
+		if why := l.view.absoluteAllowed(p); why != "" {
+			return fmt.Errorf("file %q %s", p, why)
+		}
+		return nil
+	}
+	for name, data := range files {
+		if !filepath.IsAbs(name) {
+			continue
+		}
+		if err := check(name); err != nil {
+			return nil, err
+		}
+		if abs == nil {
+			abs = map[string][]byte{}
+		}
+		abs[name] = data
+		delete(files, name)
+	}
+	for _, name := range fetch {
+		if filepath.IsAbs(name) {
+			if err := check(name); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return abs, nil
 }
 
 func secondsToDuration(s float64) time.Duration {
@@ -680,15 +725,16 @@ func secondsToDuration(s float64) time.Duration {
 	return time.Duration(s * float64(time.Second))
 }
 
-// decodeFiles decodes the request's base64 files, refusing names that
-// would land outside the run directory.
+// decodeFiles decodes the request's base64 files, refusing relative names
+// that would land outside the run directory (absolute ones are for
+// absoluteFiles).
 func decodeFiles(in map[string]string) (map[string][]byte, error) {
 	out := make(map[string][]byte, len(in))
 	for name, content := range in {
 		if strings.Contains(name, "IGNORE_THIS_FILE") {
 			continue
 		}
-		if _, err := safeJoin("/x", name); err != nil {
+		if _, err := safeJoin("/x", name); err != nil && !filepath.IsAbs(name) {
 			return nil, err
 		}
 		data, err := base64.StdEncoding.DecodeString(content)

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"os/exec"
@@ -345,4 +346,89 @@ func TestServeLoopback(t *testing.T) {
 			run(t, loopbackServer("127.0.0.1", 31004, 0.1))
 		}
 	})
+}
+
+// TestServeAbsoluteFiles: SandboxFusion's fetch_files case through `serve`
+// (a program writes a.txt and /mnt/b, both come back), and request files
+// at absolute paths, which exist only in the run's own view: not on the
+// host, not in the next run, and never in the system's tree.
+func TestServeAbsoluteFiles(t *testing.T) {
+	local, hc := newLocalServer(t, ServerOptions{MaxInFlight: 2, MaxQueue: 16})
+	needContained(t, local)
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	run := func(req *sandboxclient.Request) *sandboxclient.Response {
+		t.Helper()
+		if req.RunTimeout == 0 {
+			req.RunTimeout = 10
+		}
+		req.MemoryLimitMB, req.CompileTimeout = -1, 30
+		resp, err := hc.Run(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	onHost := map[string]bool{}
+	for _, p := range []string{"/mnt/b", "/data", "/results", "/mnt/in"} {
+		_, err := os.Lstat(p)
+		onHost[p] = err == nil
+	}
+
+	t.Run("python fetch_files", func(t *testing.T) {
+		resp := run(&sandboxclient.Request{Language: "python", RunTimeout: 5,
+			Code:       `open("a.txt", "w").write("secret"); open("/mnt/b", "w").write("sauce");`,
+			FetchFiles: []string{"a.txt", "/mnt/b"}})
+		if resp.Status != sandboxclient.StatusSuccess || resp.RunResult.Status != sandboxclient.StepFinished ||
+			resp.Files["a.txt"] != b64("secret") || resp.Files["/mnt/b"] != b64("sauce") {
+			t.Errorf("want both files back, got %s", respText(resp, nil))
+		}
+	})
+	t.Run("files at absolute paths", func(t *testing.T) {
+		resp := run(&sandboxclient.Request{Language: "python",
+			Code: "import os\nfor p in ['/data/in.txt', '/mnt/in/deep/x.txt', '/tmp/t.txt', '/sandbox/s.txt', 'rel.txt']:\n" +
+				"    print(p, open(p).read())\nos.makedirs('/results', exist_ok=True)\nopen('/results/out.txt', 'w').write('done')\n",
+			Files: map[string]string{"/data/in.txt": b64("one"), "/mnt/in/deep/x.txt": b64("two"), "/tmp/t.txt": b64("three"),
+				"/sandbox/s.txt": b64("four"), "rel.txt": b64("five")},
+			FetchFiles: []string{"/results/out.txt", "/data/in.txt"}})
+		want := "/data/in.txt one\n/mnt/in/deep/x.txt two\n/tmp/t.txt three\n/sandbox/s.txt four\nrel.txt five\n"
+		if resp.Status != sandboxclient.StatusSuccess || resp.RunResult.Stdout != want ||
+			resp.Files["/results/out.txt"] != b64("done") || resp.Files["/data/in.txt"] != b64("one") {
+			t.Errorf("want stdout %q and two files back, got %s", want, respText(resp, nil))
+		}
+	})
+	t.Run("a compiled program reads one", func(t *testing.T) {
+		needTools(t, local, "cpp")
+		resp := run(&sandboxclient.Request{Language: "cpp",
+			Code:  "#include <fstream>\n#include <iostream>\nint main(){ std::ifstream f(\"/data/n.txt\"); int n; f >> n; std::cout << n * 2 << std::endl; }\n",
+			Files: map[string]string{"/data/n.txt": b64("21")}})
+		if resp.Status != sandboxclient.StatusSuccess || resp.RunResult.Stdout != "42\n" {
+			t.Errorf("want 42, got %s", respText(resp, nil))
+		}
+	})
+	t.Run("not kept for the next run", func(t *testing.T) {
+		resp := run(&sandboxclient.Request{Language: "python",
+			Code: "import os\nprint([os.path.exists(p) for p in ['/mnt/b', '/data/in.txt', '/results']])\n"})
+		if resp.RunResult == nil || resp.RunResult.Stdout != "[False, False, False]\n" {
+			t.Errorf("a later run sees an earlier run's files: %s", respText(resp, nil))
+		}
+	})
+	t.Run("the system's tree is refused", func(t *testing.T) {
+		for _, req := range []*sandboxclient.Request{
+			{Language: "python", Code: "print(1)", Files: map[string]string{"/usr/lib/python3/evil.py": b64("x")}},
+			{Language: "python", Code: "print(1)", Files: map[string]string{"/etc/hosts": b64("x")}},
+			{Language: "python", Code: "print(1)", Files: map[string]string{"/data/../usr/x": b64("x")}},
+			{Language: "python", Code: "print(1)", FetchFiles: []string{"/proc/1/environ"}},
+		} {
+			resp := run(req)
+			if resp.Status != sandboxclient.StatusSandboxError || !strings.Contains(resp.Message, "file ") {
+				t.Errorf("want a SandboxError naming the file for %v %v, got %s", req.Files, req.FetchFiles, respText(resp, nil))
+			}
+		}
+	})
+	for p, was := range onHost {
+		if _, err := os.Lstat(p); err == nil && !was {
+			os.RemoveAll(p)
+			t.Errorf("%s was made on the host", p)
+		}
+	}
 }

@@ -124,7 +124,66 @@ func newView(mount string, tools map[string]string) *view {
 type viewStep struct {
 	binds []viewBind
 	files map[string][]byte // written into viewRunDir, owned by the step user
-	fetch []string          // names under viewRunDir read back after the run
+	// abs are the request's files at absolute paths, written into the
+	// step's own space (see absoluteRoots); they exist only in its view.
+	abs   map[string][]byte
+	fetch []string // names under viewRunDir, or absolute paths, read back after the run
+}
+
+// absoluteRoots are the top directories a step's absolute file paths
+// need made in its space: those not already there (/tmp, /dev/shm and
+// the run directory are).
+func absoluteRoots(abs map[string][]byte, fetch []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(p string) {
+		if !filepath.IsAbs(p) {
+			return
+		}
+		top := "/" + strings.SplitN(strings.TrimPrefix(filepath.Clean(p), "/"), "/", 2)[0]
+		if top == "/tmp" || top == viewRunDir || top == "/dev" || seen[top] {
+			return
+		}
+		seen[top] = true
+		out = append(out, top)
+	}
+	for p := range abs {
+		add(p)
+	}
+	for _, p := range fetch {
+		add(p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// absoluteAllowed says why a request's absolute file path cannot be
+// given its own place in the step's view ("" if it can): it must be clean
+// and lie in /tmp, /dev/shm, the run directory, or a top directory the
+// view does not already have (/mnt, /data, /home ...), never in the
+// system's or a toolchain's tree.
+func (v *view) absoluteAllowed(p string) string {
+	if filepath.Clean(p) != p || p == "/" {
+		return "is not a clean absolute path"
+	}
+	top := "/" + strings.SplitN(p[1:], "/", 2)[0]
+	switch {
+	case p == "/tmp" || p == "/dev/shm" || p == viewRunDir:
+		return "is a directory of the view"
+	case top == "/tmp" || top == viewRunDir || strings.HasPrefix(p, "/dev/shm/"):
+		return ""
+	}
+	reserved := map[string]bool{"/proc": true, "/dev": true, "/etc": true, viewBuildDir: true, viewRunSpace: true}
+	for _, b := range v.binds {
+		reserved["/"+strings.SplitN(strings.TrimPrefix(b.target, "/"), "/", 2)[0]] = true
+	}
+	for _, ln := range v.links {
+		reserved["/"+strings.SplitN(strings.TrimPrefix(ln[1], "/"), "/", 2)[0]] = true
+	}
+	if reserved[top] {
+		return "lies in " + top + ", a read-only part of the sandbox's view"
+	}
+	return ""
 }
 
 // script is the init's script for one step: argv runs in dir as uid
@@ -178,6 +237,21 @@ func (v *view) runSpace(sc *nsinit.Script, s *stepSpec, uid int) {
 		for _, n := range names {
 			sc.Op(nsinit.OpFile, viewRunDir+"/"+filepath.Clean(n), itoa(0o644), itoa(owner), itoa(owner), string(s.view.files[n]))
 		}
+	}
+	// Absolute paths outside the directories above get a directory of
+	// their own at the top, in the step's space: nothing reaches the host.
+	for _, top := range absoluteRoots(s.view.abs, s.view.fetch) {
+		sc.Op(nsinit.OpMkdir, sp+"/abs", itoa(0o755), "-1", "-1")
+		sc.Op(nsinit.OpMkdir, sp+"/abs"+top, itoa(0o755), itoa(owner), itoa(owner))
+		sc.Op(nsinit.OpBind, sp+"/abs"+top, top, itoa(inView|nsinit.BindWritable))
+	}
+	names := make([]string, 0, len(s.view.abs))
+	for n := range s.view.abs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		sc.Op(nsinit.OpFile, n, itoa(0o644), itoa(owner), itoa(owner), string(s.view.abs[n]))
 	}
 	sc.Op(nsinit.OpProc, "/proc")
 }

@@ -313,7 +313,14 @@ func run() int {
 	elapsed := monotonic() - t0
 	rep := []string{Itoa(int(ws)), Itoa(int(elapsed))}
 	for _, name := range fetch {
-		if data, ok := readBounded(dir+"/"+name, maxFetch); ok {
+		if name == "" {
+			continue
+		}
+		p := name
+		if p[0] != '/' {
+			p = dir + "/" + name
+		}
+		if data, ok := readBounded(p, maxFetch); ok {
 			rep = append(rep, name, data)
 		}
 	}
