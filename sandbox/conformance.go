@@ -177,7 +177,7 @@ func rustCode(body string) string {
 
 // SlowLanguageCases is the matrix of LanguageCases for the languages whose
 // toolchains are large or slow to start (R, Racket, D, Verilog and the JVM
-// ones: Scala, Kotlin script, JUnit). Their tests carry the slowlangs build
+// ones: Scala, Kotlin script, JUnit) and jest. Their tests carry the slowlangs build
 // tag; .ci/run runs them apart from the README's test command.
 func SlowLanguageCases() []ConformanceCase {
 	const (
@@ -236,6 +236,11 @@ func SlowLanguageCases() []ConformanceCase {
 		// A script is compiled in its one step: a bad one fails the run.
 		{Name: "kotlin_script/syntax", Language: "kotlin_script", Code: "val x = \n", Stdin: in, Expected: out, RunTimeout: 40, Want: RE},
 
+		{Name: "jest/pass", Language: "jest", Code: jestCode("3"), RunTimeout: 30, Want: T},
+		{Name: "jest/fail", Language: "jest", Code: jestCode("4"), RunTimeout: 30, Want: RE},
+		{Name: "jest/timeout", Language: "jest", Code: jestCode("3); while (add(1, 2) === 3) {}; expect(0"), RunTimeout: 3, Want: TO},
+		{Name: "jest/syntax", Language: "jest", Code: "test('x', () => { expect(1).toBe(1) ", RunTimeout: 30, Want: RE},
+
 		{Name: "junit/pass", Language: "junit", Code: junitCode("assertEquals(3, Adder.add(1, 2));"), RunTimeout: 20, Want: T},
 		{Name: "junit/fail", Language: "junit", Code: junitCode("assertEquals(4, Adder.add(1, 2));"), RunTimeout: 20, Want: RE},
 		{Name: "junit/timeout", Language: "junit", Code: junitCode("while (Adder.add(1, 2) == 3) {}"), RunTimeout: 3, Want: TO},
@@ -256,4 +261,9 @@ func junitCode(stmt string) string {
 	return "import org.junit.jupiter.api.Test;\nimport static org.junit.jupiter.api.Assertions.*;\n\n" +
 		"public class Adder {\n    public static int add(int a, int b) { return a + b; }\n}\n\n" +
 		"class AdderTest {\n    @Test\n    void adds() {\n        " + stmt + "\n    }\n}\n"
+}
+
+func jestCode(want string) string {
+	return "import { expect, test } from '@jest/globals';\n\nfunction add(a: number, b: number): number { return a + b; }\n\n" +
+		"test('adds', () => {\n    expect(add(1, 2)).toBe(" + want + ");\n});\n"
 }

@@ -39,6 +39,7 @@ var toolOrder = []struct{ lang, prog string }{
 	{"typescript", "tsx"}, {"pytest", "pytest"}, {"R", "Rscript"}, {"racket", "racket"},
 	{"D_ut", "ldmd2"}, {"verilog", "iverilog"}, {"verilog", "vvp"}, {"scala", "scalac"},
 	{"scala", "scala"}, {"kotlin_script", "kotlinc"}, {"junit", junitConsole},
+	{"jest", "npm"}, {"jest, nodejs, typescript", nodeRuntime},
 }
 
 // findTools resolves every program to an absolute path of the real binary
@@ -73,6 +74,8 @@ func resolveTool(prog string) string {
 			return p
 		}
 		return ""
+	case nodeRuntime:
+		return findNodeRuntime()
 	case junitConsole:
 		// A jar, not a program: java runs it.
 		if fi, err := os.Stat(junitConsoleJar); err == nil && fi.Mode().IsRegular() {
@@ -322,7 +325,7 @@ var languagePackages = map[string]string{
 	"php":  "php-cli", "ruby": "ruby", "lua": "lua5.4", "R": "r-base-core", "typescript": "tsx (npm install -g tsx)",
 	"csharp": "dotnet (not in Debian)", "scala": "scala", "kotlin_script": "kotlin", "racket": "racket",
 	"D_ut": "ldc (its ldmd2 stands in for dmd, which Debian lacks)", "verilog": "iverilog", "pytest": "python3-pytest",
-	"junit": "junit5 (and default-jdk-headless)", "jest": "npm's jest", "julia": "julia (not in Debian 12)", "cuda": "nvcc and a GPU",
+	"junit": "junit5 (and default-jdk-headless)", "jest": "npm and the sandbox's Node.js runtime (sandbox/noderuntime/install.sh)", "julia": "julia (not in Debian 12)", "cuda": "nvcc and a GPU",
 	"python_gpu": "a GPU Python runtime", "lean": "lean (not in Debian 12)", "swift": "swift (not in Debian 12)",
 }
 

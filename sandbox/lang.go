@@ -33,6 +33,9 @@ type langSpec struct {
 	// sourceName, if set, names the source file after the code (junit's
 	// public class); else it is source.
 	sourceName func(code string) string
+	// links, if set, are symbolic links put in the run directory (name ->
+	// target), as SandboxFusion links its Node.js runtime's files.
+	links func(l *Local) map[string]string
 	// refuse, if set, says why the code cannot be built at all; the
 	// server then answers SandboxError with a compile step in Error.
 	refuse func(code string) string
@@ -92,8 +95,8 @@ func phpSource(code string) string {
 var unrunnable = map[string]string{
 	"csharp": "dotnet", "sql": "",
 	"cuda": "nvcc", "julia": "julia",
-	"jest": "jest", "python_gpu": "a GPU python runtime",
-	"lean": "lean", "swift": "swift",
+	"python_gpu": "a GPU python runtime",
+	"lean":       "lean", "swift": "swift",
 }
 
 func goEnv(l *Local) []string {
@@ -123,6 +126,7 @@ var languages = map[string]*langSpec{
 		runProgram:  "node",
 		source:      "solution.js",
 		heapLimited: true,
+		links:       nodeModules,
 		run: func(l *Local, a stepArgs) []string {
 			argv := []string{l.tools["node"]}
 			if a.memMB > 0 {
@@ -138,6 +142,7 @@ var languages = map[string]*langSpec{
 		runProgram:  "tsx",
 		source:      "solution.ts",
 		heapLimited: true,
+		links:       nodeModules,
 		run: func(l *Local, a stepArgs) []string {
 			argv := []string{l.tools["tsx"], filepath.Join(a.dir, "solution.ts")}
 			if a.memMB > 0 {
@@ -280,6 +285,27 @@ var languages = map[string]*langSpec{
 				"--class-path", junitClassPath(l, a.binDir, a.files), "--scan-class-path")
 		},
 	},
+	// SandboxFusion runs `npm run test` (jest, with Babel for TypeScript)
+	// beside its Node.js runtime's package.json, babel.config.js and
+	// node_modules.
+	"jest": {
+		programs:    []string{"npm", "node", nodeRuntime},
+		runProgram:  "npm",
+		source:      "solution.test.ts",
+		heapLimited: true,
+		links: func(l *Local) map[string]string {
+			rt := l.tools[nodeRuntime]
+			return map[string]string{"node_modules": rt + "/node_modules", "package.json": rt + "/package.json",
+				"babel.config.js": rt + "/babel.config.js"}
+		},
+		run: func(l *Local, a stepArgs) []string {
+			argv := []string{l.tools["npm"], "run", "test"}
+			if a.memMB > 0 {
+				argv = append([]string{"/usr/bin/env", fmt.Sprintf("NODE_OPTIONS=--max-old-space-size=%d", heapMB(a.memMB))}, argv...)
+			}
+			return argv
+		},
+	},
 	"perl":   interpreted("perl", "solution.pl"),
 	"pytest": interpreted("pytest", "test_solution.py"),
 	"ruby":   interpreted("ruby", "solution.rb"),
@@ -356,6 +382,40 @@ func compileLimits(memMB int, timeout time.Duration) limits {
 		data = memMB
 	}
 	return limits{dataMB: data, cpuSec: cpuSeconds(timeout), nproc: runNproc, fsizeMB: 512, nofile: runNofile}
+}
+
+// nodeRuntime is the tool name of the sandbox's Node.js runtime: a
+// directory with package.json, babel.config.js and node_modules (jest,
+// Babel, lodash ...), made by sandbox/noderuntime/install.sh.
+const nodeRuntime = "node-runtime"
+
+// nodeRuntimeDirs are where the runtime is looked for, after
+// $VERL_SCORE_NODE_RUNTIME.
+var nodeRuntimeDirs = []string{"/usr/local/lib/verl-score/node"}
+
+func findNodeRuntime() string {
+	dirs := nodeRuntimeDirs
+	if d := os.Getenv("VERL_SCORE_NODE_RUNTIME"); d != "" {
+		dirs = []string{d}
+	}
+	for _, d := range dirs {
+		if fi, err := os.Stat(filepath.Join(d, "node_modules")); err == nil && fi.IsDir() {
+			if abs, err := filepath.Abs(d); err == nil {
+				return abs
+			}
+		}
+	}
+	return ""
+}
+
+// nodeModules links the runtime's node_modules into a nodejs or
+// typescript run, where there is one, so that programs can import lodash
+// and the like as on SandboxFusion.
+func nodeModules(l *Local) map[string]string {
+	if rt := l.tools[nodeRuntime]; rt != "" {
+		return map[string]string{"node_modules": rt + "/node_modules"}
+	}
+	return nil
 }
 
 // javaOpts starts a JVM launcher script (scala, kotlinc) with the heap

@@ -634,6 +634,9 @@ func (l *Local) execute(ctx context.Context, spec *langSpec, req *sandboxclient.
 			st.view.files[spec.fileName(req.Code)] = spec.sourceText(req.Code)
 		}
 		st.view.abs = abs
+		if spec.links != nil {
+			st.view.links = spec.links(l)
+		}
 		st.view.fetch = validFetchNames(req.FetchFiles)
 		viewBin := ""
 		if binDir != "" {
@@ -654,6 +657,13 @@ func (l *Local) execute(ctx context.Context, spec *langSpec, req *sandboxclient.
 		if spec.compile == nil {
 			if err := os.WriteFile(filepath.Join(dir, spec.fileName(req.Code)), spec.sourceText(req.Code), 0o644); err != nil {
 				return nil, nil, fmt.Errorf("write source: %w", err)
+			}
+		}
+		if spec.links != nil {
+			for name, target := range spec.links(l) {
+				if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+					return nil, nil, fmt.Errorf("link %s: %w", name, err)
+				}
 			}
 		}
 		st.dir, st.owned, st.ownTree, st.fetch = dir, dir, len(files) > 0, req.FetchFiles

@@ -26,6 +26,7 @@ type sfRunnerCase struct {
 	stdin                *string
 	outputHas            string // in stdout or stderr
 	compileStatus        string // the compile step's, when the case checks it
+	needs                string // a tool beyond the language's own
 }
 
 var sfRunnerCases = []sfRunnerCase{
@@ -63,6 +64,13 @@ var sfRunnerCases = []sfRunnerCase{
 		runTimeout: 0.1, status: sandboxclient.StatusFailed, runStatus: sandboxclient.StepTimeLimitExceeded},
 	{name: "typescript assertion error", language: "typescript", code: "\n    import assert from \"assert\";\n    assert.strictEqual(1, 2, '1 !== 2');\n",
 		status: sandboxclient.StatusFailed, runStatus: sandboxclient.StepFinished, outputHas: "AssertionError"},
+	// lodash comes from the sandbox's Node.js runtime (noderuntime/).
+	{name: "typescript lodash dep", language: "typescript",
+		code:       "\n    import _ from \"lodash\";\n    import assert from \"assert\";\n\n    assert(_.isEqual(1, 1));\n    console.log('done');\n",
+		runTimeout: 10, status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished, stdoutHas: "done", needs: nodeRuntime},
+	{name: "nodejs lodash dep", language: "nodejs",
+		code:       "const _ = require('lodash');\nconsole.log(_.chunk([1, 2, 3], 2).length);\n",
+		runTimeout: 10, status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished, stdoutHas: "2", needs: nodeRuntime},
 	// HumanEval-X's console.assert only prints.
 	{name: "typescript console.assert", language: "typescript", code: "console.assert(1 === 2);",
 		status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished, outputHas: "Assertion failed"},
@@ -177,6 +185,9 @@ func serveSFRunnerCases(t *testing.T, cases []sfRunnerCase) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			needTools(t, local, c.language)
+			if c.needs != "" && local.tools[c.needs] == "" {
+				t.Skipf("%s not installed", c.needs)
+			}
 			rt := c.runTimeout
 			if rt == 0 {
 				rt = 10

@@ -85,10 +85,33 @@ var slowSFRunnerCases = []sfRunnerCase{
 	{name: "junit fail", language: "junit", code: phoneNumberTests("9", "2"), runTimeout: 20,
 		status: sfFailed, runStatus: sfFinished, compileStatus: sfFinished},
 
+	{name: "jest pass", language: "jest", code: minSubArrayLenTests(false), runTimeout: 20,
+		status: sfSuccess, runStatus: sfFinished, outputHas: "Tests:       3 passed, 3 total"},
+	{name: "jest fail", language: "jest", code: minSubArrayLenTests(true), runTimeout: 20,
+		status: sfFailed, runStatus: sfFinished, outputHas: "Tests:       2 failed, 1 passed, 3 total"},
+
 	{name: "verilog basic", language: "verilog", code: verilogAndGate("a & b"), runTimeout: 20,
 		status: sfSuccess, runStatus: sfFinished, stdoutHas: "Mismatches: 0 in 4 samples"},
 	{name: "verilog wrong module", language: "verilog", code: verilogAndGate("a | b"), runTimeout: 20,
 		status: sfSuccess, runStatus: sfFinished, stdoutHas: "Mismatches: 2 in 4 samples"},
+}
+
+// minSubArrayLenTests is SandboxFusion's jest case; broken returns 0.
+func minSubArrayLenTests(broken bool) string {
+	body := "    let n = nums.length;\n    let minLength = Infinity;\n    let sum = 0;\n    let start = 0;\n" +
+		"    for (let end = 0; end < n; end++) {\n        sum += nums[end];\n        while (sum >= target) {\n" +
+		"            minLength = Math.min(minLength, end - start + 1);\n            sum -= nums[start];\n            start++;\n" +
+		"        }\n    }\n    return minLength === Infinity ? 0 : minLength;\n"
+	if broken {
+		body = "    return 0\n"
+	}
+	return "\nimport { describe, expect, test } from '@jest/globals';\n\nfunction MinSubArrayLen(target: number, nums: number[]): number {\n" + body + "}\n\n" +
+		"describe('MinSubArrayLen', () => {\n    test('finds minimum length of a subarray with sum >= target', () => {\n" +
+		"        expect(MinSubArrayLen(7, [2, 3, 1, 2, 4, 3])).toBe(2);\n        expect(MinSubArrayLen(15, [1, 2, 3, 4, 5])).toBe(5);\n" +
+		"        expect(MinSubArrayLen(4, [1, 4, 4])).toBe(1);\n        expect(MinSubArrayLen(11, [1, 1, 1, 1, 1, 1, 1, 1])).toBe(0);\n    });\n\n" +
+		"    test('returns 0 if no such subarray exists', () => {\n        expect(MinSubArrayLen(100, [1, 2, 3, 4, 5])).toBe(0);\n" +
+		"        expect(MinSubArrayLen(7, [2, 1])).toBe(0);\n    });\n\n    test('works with single element array', () => {\n" +
+		"        expect(MinSubArrayLen(3, [3])).toBe(1);\n        expect(MinSubArrayLen(3, [1])).toBe(0);\n    });\n});\n"
 }
 
 func scalaObjectMain(body, unit string) string {

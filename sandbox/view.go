@@ -82,6 +82,11 @@ func newView(mount string, tools map[string]string) *view {
 		if err != nil || covered(real) {
 			continue
 		}
+		if n == nodeRuntime {
+			// A directory, bound as it is.
+			v.binds = append(v.binds, viewBind{source: real, target: real})
+			continue
+		}
 		root := filepath.Dir(filepath.Dir(real))
 		if root == "/" || root == "." {
 			root = filepath.Dir(real)
@@ -127,7 +132,8 @@ type viewStep struct {
 	// abs are the request's files at absolute paths, written into the
 	// step's own space (see absoluteRoots); they exist only in its view.
 	abs   map[string][]byte
-	fetch []string // names under viewRunDir, or absolute paths, read back after the run
+	fetch []string          // names under viewRunDir, or absolute paths, read back after the run
+	links map[string]string // name in viewRunDir -> what it points to
 }
 
 // absoluteRoots are the top directories a step's absolute file paths
@@ -237,6 +243,14 @@ func (v *view) runSpace(sc *nsinit.Script, s *stepSpec, uid int) {
 		for _, n := range names {
 			sc.Op(nsinit.OpFile, viewRunDir+"/"+filepath.Clean(n), itoa(0o644), itoa(owner), itoa(owner), string(s.view.files[n]))
 		}
+	}
+	links := make([]string, 0, len(s.view.links))
+	for n := range s.view.links {
+		links = append(links, n)
+	}
+	sort.Strings(links)
+	for _, n := range links {
+		sc.Op(nsinit.OpSymlink, s.view.links[n], viewRunDir+"/"+n)
 	}
 	// Absolute paths outside the directories above get a directory of
 	// their own at the top, in the step's space: nothing reaches the host.
