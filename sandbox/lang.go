@@ -320,16 +320,16 @@ var languages = map[string]*langSpec{
 		runProgram:  "java",
 		source:      "Main.java",
 		heapLimited: true,
-		compile: func(l *Local, _ stepArgs) []string {
+		compile: func(l *Local, a stepArgs) []string {
 			return []string{l.tools["javac"], "-J-Xmx512m", "-J-XX:+UseSerialGC", "-J-XX:-UsePerfData",
-				"-encoding", "UTF-8", "-cp", javaClassPath("."), "Main.java"}
+				"-encoding", "UTF-8", "-cp", javaClassPath(".", a.files), "Main.java"}
 		},
 		run: func(l *Local, a stepArgs) []string {
 			argv := []string{l.tools["java"]}
 			if a.memMB > 0 {
 				argv = append(argv, fmt.Sprintf("-Xmx%dm", heapMB(a.memMB)))
 			}
-			return append(argv, "-XX:+UseSerialGC", "-XX:-UsePerfData", "-cp", javaClassPath(a.binDir), "-ea", "Main")
+			return append(argv, "-XX:+UseSerialGC", "-XX:-UsePerfData", "-cp", javaClassPath(a.binDir, a.files), "-ea", "Main")
 		},
 	},
 }
@@ -468,12 +468,18 @@ func junitClassPath(l *Local, dir string, files []string) string {
 // installed (Debian: libjavatuples-java).
 var javaLibraries = []string{"/usr/share/java/javatuples.jar"}
 
-// javaClassPath is dir followed by the javaLibraries that exist.
-func javaClassPath(dir string) string {
+// javaClassPath is dir, the javaLibraries that exist, and the request's
+// jars (in the step's working directory), as SandboxFusion's class path.
+func javaClassPath(dir string, files []string) string {
 	cp := dir
 	for _, jar := range javaLibraries {
 		if _, err := os.Stat(jar); err == nil {
 			cp += ":" + jar
+		}
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, ".jar") {
+			cp += ":" + f
 		}
 	}
 	return cp

@@ -353,7 +353,7 @@ func TestDoctor(t *testing.T) {
 func TestJavaTuples(t *testing.T) {
 	l := sharedSandbox(t)
 	needTools(t, l, "java")
-	if javaClassPath(".") == "." {
+	if javaClassPath(".", nil) == "." {
 		t.Skip("javatuples is not installed (Debian: libjavatuples-java)")
 	}
 	code := "import org.javatuples.*;\npublic class Main {\n  public static void main(String[] a) {\n    Pair<Integer, String> p = Pair.with(1, \"x\");\n    System.out.println(p.getValue0() + p.getValue1());\n  }\n}\n"

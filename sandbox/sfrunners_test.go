@@ -26,7 +26,7 @@ type sfRunnerCase struct {
 	stdin                *string
 	outputHas            string // in stdout or stderr
 	compileStatus        string // the compile step's, when the case checks it
-	needs                string // a tool beyond the language's own
+	needs                string // a tool or file beyond the language's own
 }
 
 var sfRunnerCases = []sfRunnerCase{
@@ -71,6 +71,14 @@ var sfRunnerCases = []sfRunnerCase{
 	{name: "nodejs lodash dep", language: "nodejs",
 		code:       "const _ = require('lodash');\nconsole.log(_.chunk([1, 2, 3], 2).length);\n",
 		runTimeout: 10, status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished, stdoutHas: "2", needs: nodeRuntime},
+	{name: "java external jar", language: "java", needs: "/usr/share/java/javatuples.jar",
+		code: "\n    import org.javatuples.Pair;\n    import org.javatuples.Triplet;\n\n    public class Main {\n" +
+			"        public static void main(String[] args) {\n            Pair<String, Integer> pair = Pair.with(\"apple\", 1);\n" +
+			"            System.out.println(\"Fruit: \" + pair.getValue0() + \", Quantity: \" + pair.getValue1());\n" +
+			"            Triplet<String, Integer, Double> triplet = Triplet.with(\"banana\", 2, 0.99);\n" +
+			"            System.out.println(\"Fruit: \" + triplet.getValue0() + \", Quantity: \" + triplet.getValue1() + \", Price: \" + triplet.getValue2());\n" +
+			"        }\n    }\n    ",
+		runTimeout: 20, status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished, stdoutHas: "Fruit: banana, Quantity: 2, Price: 0.99"},
 	// HumanEval-X's console.assert only prints.
 	{name: "typescript console.assert", language: "typescript", code: "console.assert(1 === 2);",
 		status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished, outputHas: "Assertion failed"},
@@ -185,8 +193,10 @@ func serveSFRunnerCases(t *testing.T, cases []sfRunnerCase) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			needTools(t, local, c.language)
-			if c.needs != "" && local.tools[c.needs] == "" {
-				t.Skipf("%s not installed", c.needs)
+			if c.needs != "" {
+				if _, err := os.Stat(c.needs); local.tools[c.needs] == "" && err != nil {
+					t.Skipf("%s not installed", c.needs)
+				}
 			}
 			rt := c.runTimeout
 			if rt == 0 {
@@ -441,5 +451,39 @@ func TestServeAbsoluteFiles(t *testing.T) {
 			os.RemoveAll(p)
 			t.Errorf("%s was made on the host", p)
 		}
+	}
+}
+
+// TestServeJavaRequestJars: as on SandboxFusion, a jar among the request's
+// files is on a java program's class path, for its compile and its run.
+func TestServeJavaRequestJars(t *testing.T) {
+	local, hc := newLocalServer(t, ServerOptions{MaxInFlight: 2, MaxQueue: 16})
+	needTools(t, local, "java")
+	jarTool := filepath.Join(filepath.Dir(local.tools["javac"]), "jar")
+	if _, err := os.Stat(jarTool); err != nil {
+		t.Skip("no jar tool beside javac")
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "greet", "Greeter.java")
+	os.MkdirAll(filepath.Dir(src), 0o755)
+	if err := os.WriteFile(src, []byte("package greet;\npublic class Greeter { public static String hi(String n) { return \"hi \" + n; } }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, argv := range [][]string{{local.tools["javac"], "greet/Greeter.java"}, {jarTool, "cf", "greet.jar", "greet/Greeter.class"}} {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v %s", argv, err, out)
+		}
+	}
+	jar, err := os.ReadFile(filepath.Join(dir, "greet.jar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := hc.Run(context.Background(), &sandboxclient.Request{Language: "java", CompileTimeout: 60, RunTimeout: 20, MemoryLimitMB: -1,
+		Code:  "import greet.Greeter;\npublic class Main { public static void main(String[] a) { System.out.println(Greeter.hi(\"jar\")); } }\n",
+		Files: map[string]string{"greet.jar": base64.StdEncoding.EncodeToString(jar)}})
+	if err != nil || resp.Status != sandboxclient.StatusSuccess || resp.RunResult.Stdout != "hi jar\n" {
+		t.Fatalf("want hi jar, got %s", respText(resp, err))
 	}
 }
