@@ -194,9 +194,16 @@ func (l *Local) startForkServer(lim limits) (*forkServer, error) {
 		return nil, fmt.Errorf("start: %w", err)
 	}
 	fs.pgid = cmd.Process.Pid
-	go fs.stderr.drain(errR)
+	drained := make(chan struct{})
+	go func() {
+		fs.stderr.drain(errR)
+		close(drained)
+	}()
 	go func() {
 		cmd.Wait()
+		// Its stderr is read to the end before anyone may read it: the
+		// namespace's processes, the last writers, die with its init.
+		<-drained
 		fs.dead.Store(true)
 		report.close()
 		close(fs.exited)

@@ -344,9 +344,11 @@ def _server():
     def start(fds):
         script_fd, stdin, stdout, stderr, rep, kill = fds
         try:
-            netns = free_netns.pop() if free_netns else new_netns()
-            # A new PID namespace for the run, ours again for the next one.
+            # Our own PID namespace again for children (the last run's may
+            # have lost its init, where a fork fails), then a new one for
+            # this run's.
             check(libc.setns(own_pidns, NEWPID), "setns")
+            netns = free_netns.pop() if free_netns else new_netns()
             check(libc.unshare(NEWPID), "unshare")
             # PID 1 of the namespace only waits: what the program leaves
             # behind stays there until the namespace ends with it.

@@ -194,12 +194,12 @@ func TestUnsupportedLanguage(t *testing.T) {
 
 func TestNoLocalRunner(t *testing.T) {
 	l := sharedSandbox(t)
-	resp, err := l.Run(context.Background(), &sandboxclient.Request{Language: "racket", Code: "#lang racket\n1", RunTimeout: 1})
+	resp, err := l.Run(context.Background(), &sandboxclient.Request{Language: "julia", Code: "println(1)", RunTimeout: 1})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if resp.Status != sandboxclient.StatusSandboxError || !strings.Contains(resp.Message, "racket") {
-		t.Fatalf("got %s, want a SandboxError naming racket", respText(resp, nil))
+	if resp.Status != sandboxclient.StatusSandboxError || !strings.Contains(resp.Message, "julia") {
+		t.Fatalf("got %s, want a SandboxError naming julia", respText(resp, nil))
 	}
 	if v := sandboxclient.Judge(0, "", "", nil, resp, nil).Verdict; v != sandboxclient.VerdictAPIError {
 		t.Fatalf("got verdict %v, want -1", v)

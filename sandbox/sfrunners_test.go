@@ -367,6 +367,14 @@ func TestServeLoopback(t *testing.T) {
 			run(t, loopbackServer("127.0.0.1", 31004, 0.1))
 		}
 	})
+	// Dropping a used namespace makes a new one for the next run; the fork
+	// server must have lived through that.
+	local.forks.mu.Lock()
+	lost, failed := local.forks.lost, local.forks.failed
+	local.forks.mu.Unlock()
+	if lost != 0 || failed != "" {
+		t.Errorf("the fork server lost %d times (%s)", lost, failed)
+	}
 }
 
 // TestServeAbsoluteFiles: SandboxFusion's fetch_files case through `serve`
