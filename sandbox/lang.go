@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/verl-score/verl-score/sandboxclient"
 )
 
 // langSpec says how one language is compiled and run.
@@ -20,9 +22,15 @@ type langSpec struct {
 	// compileAsRoot: the compiler writes a cache shared by all builds and
 	// runs no user code (go with cgo off), so it runs as root.
 	compileAsRoot bool
-	// hiddenCompile: upstream runs compile and tests as one step (go test);
-	// a failed build is reported as that one step.
+	// hiddenCompile: upstream builds and runs in one step (go test,
+	// dotnet run); failedBuild turns a failed build into that step's
+	// result, and runOutput, if set, a run's result into it.
 	hiddenCompile bool
+	failedBuild   func(*sandboxclient.StepResult) *sandboxclient.StepResult
+	runOutput     func(*sandboxclient.StepResult) *sandboxclient.StepResult
+	// mergeStderr: the run's stderr goes to its stdout (a go test binary,
+	// whose output go test passes on as its own stdout).
+	mergeStderr bool
 	run           func(l *Local, a stepArgs) []string
 	env           func(l *Local) []string
 	// heapLimited languages (JVM, Node.js) cannot start under an
@@ -192,6 +200,9 @@ var languages = map[string]*langSpec{
 		source:        "solution_test.go",
 		compileAsRoot: true,
 		hiddenCompile: true,
+		failedBuild:   goTestBuildFailure,
+		runOutput:     goTestOutput,
+		mergeStderr:   true,
 		env:           goEnv,
 		compile: func(l *Local, _ stepArgs) []string {
 			return []string{l.tools["go"], "test", "-c", "-o", "test.bin", "solution_test.go"}

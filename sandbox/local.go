@@ -339,7 +339,7 @@ func (l *Local) Run(ctx context.Context, req *sandboxclient.Request) (*sandboxcl
 			// go_test is one `go test` step upstream: a failed build is a
 			// failed run, not a compile error.
 			if !b.ok {
-				resp.RunResult = goTestBuildFailure(b.result)
+				resp.RunResult = spec.failedBuild(b.result)
 				resp.Status = overallStatus(nil, resp.RunResult)
 				return resp, nil
 			}
@@ -357,8 +357,8 @@ func (l *Local) Run(ctx context.Context, req *sandboxclient.Request) (*sandboxcl
 	if err != nil {
 		return nil, err
 	}
-	if spec.hiddenCompile {
-		rr = goTestOutput(rr)
+	if spec.runOutput != nil {
+		rr = spec.runOutput(rr)
 	}
 	resp.RunResult = rr
 	for k, v := range fetched {
@@ -670,7 +670,7 @@ func (l *Local) execute(ctx context.Context, spec *langSpec, req *sandboxclient.
 		st.argv = spec.run(l, stepArgs{dir: dir, binDir: binDir, memMB: req.MemoryLimitMB, code: req.Code, files: slices.Sorted(maps.Keys(files))})
 	}
 	st.env = l.env(st.dir, spec.env)
-	st.mergeStderr = spec.hiddenCompile
+	st.mergeStderr = spec.mergeStderr
 	if st.asRoot {
 		l.warn("root-"+spec.runProgram, fmt.Sprintf("%s is not reachable by an unprivileged user; its runs run as root", l.tools[spec.runProgram]))
 	}
