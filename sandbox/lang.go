@@ -31,8 +31,8 @@ type langSpec struct {
 	// mergeStderr: the run's stderr goes to its stdout (a go test binary,
 	// whose output go test passes on as its own stdout).
 	mergeStderr bool
-	run           func(l *Local, a stepArgs) []string
-	env           func(l *Local) []string
+	run         func(l *Local, a stepArgs) []string
+	env         func(l *Local) []string
 	// heapLimited languages (JVM, Node.js) cannot start under an
 	// address-space limit; they get heap flags and a data limit instead.
 	heapLimited bool
