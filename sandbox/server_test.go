@@ -747,14 +747,6 @@ func dump(v any) string {
 	return string(b)
 }
 
-// toolFor names the program a language needs, to skip cases whose
-// toolchain this machine lacks.
-var toolFor = map[string]string{
-	"python": "python3", "cpp": "g++", "go": "go", "go_test": "go", "java": "javac",
-	"nodejs": "node", "bash": "bash", "rust": "rustc", "perl": "perl",
-	"php": "php", "ruby": "ruby", "lua": "lua", "typescript": "tsx", "pytest": "pytest",
-}
-
 // goTestTime is the duration `go test` prints after its package.
 var goTestTime = regexp.MustCompile(`\tcommand-line-arguments\t[0-9.]+s`)
 
