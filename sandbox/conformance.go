@@ -54,104 +54,107 @@ func (c ConformanceCase) Judge(resp *sandboxclient.Response, err error) sandboxc
 
 func optStr(s string) *string { return &s }
 
+// The verdicts, short, for the case tables.
+const (
+	wantT  = sandboxclient.VerdictTrue
+	wantF  = sandboxclient.VerdictFalse
+	wantRE = sandboxclient.VerdictRuntimeError
+	wantTO = sandboxclient.VerdictTimeout
+	wantCE = sandboxclient.VerdictCompileError
+	wantSE = sandboxclient.VerdictAPIError
+)
+
 // LanguageCases returns, for every language the local sandbox runs, a
 // correct program, a wrong answer, a runtime error, a timeout (run timeout
 // 1 s) and, for compiled languages, a compile error.
 func LanguageCases() []ConformanceCase {
-	const (
-		T  = sandboxclient.VerdictTrue
-		F  = sandboxclient.VerdictFalse
-		RE = sandboxclient.VerdictRuntimeError
-		TO = sandboxclient.VerdictTimeout
-		CE = sandboxclient.VerdictCompileError
-	)
 	in, out := optStr("2 3\n"), optStr("5\n")
 	return []ConformanceCase{
-		{Name: "python/correct", Language: "python", Code: "a, b = map(int, input().split())\nprint(a + b)\n", Stdin: in, Expected: out, Want: T},
-		{Name: "python/wrong", Language: "python", Code: "a, b = map(int, input().split())\nprint(a - b)\n", Stdin: in, Expected: out, Want: F},
-		{Name: "python/runtime", Language: "python", Code: "raise ValueError('boom')\n", Stdin: in, Expected: out, Want: RE},
-		{Name: "python/timeout", Language: "python", Code: "while True:\n    pass\n", Stdin: in, Expected: out, RunTimeout: 1, Want: TO},
-		{Name: "python/syntax", Language: "python", Code: "def f(:\n", Stdin: in, Expected: out, Want: RE},
-		{Name: "python/null-stdin", Language: "python", Code: "import sys\nprint(repr(sys.stdin.read()))\n", Expected: optStr("''"), Want: T},
+		{Name: "python/correct", Language: "python", Code: "a, b = map(int, input().split())\nprint(a + b)\n", Stdin: in, Expected: out, Want: wantT},
+		{Name: "python/wrong", Language: "python", Code: "a, b = map(int, input().split())\nprint(a - b)\n", Stdin: in, Expected: out, Want: wantF},
+		{Name: "python/runtime", Language: "python", Code: "raise ValueError('boom')\n", Stdin: in, Expected: out, Want: wantRE},
+		{Name: "python/timeout", Language: "python", Code: "while True:\n    pass\n", Stdin: in, Expected: out, RunTimeout: 1, Want: wantTO},
+		{Name: "python/syntax", Language: "python", Code: "def f(:\n", Stdin: in, Expected: out, Want: wantRE},
+		{Name: "python/null-stdin", Language: "python", Code: "import sys\nprint(repr(sys.stdin.read()))\n", Expected: optStr("''"), Want: wantT},
 
-		{Name: "cpp/correct", Language: "cpp", Code: "#include <iostream>\nint main(){long a,b;std::cin>>a>>b;std::cout<<a+b<<std::endl;}\n", Stdin: in, Expected: out, Want: T},
-		{Name: "cpp/wrong", Language: "cpp", Code: "#include <iostream>\nint main(){long a,b;std::cin>>a>>b;std::cout<<a*b<<std::endl;}\n", Stdin: in, Expected: out, Want: F},
-		{Name: "cpp/runtime", Language: "cpp", Code: "#include <cassert>\nint main(){int x=0; assert(x==1); return 0;}\n", Stdin: in, Expected: out, Want: RE},
-		{Name: "cpp/timeout", Language: "cpp", Code: "int main(){volatile unsigned long x=0; for(;;) x++;}\n", Stdin: in, Expected: out, RunTimeout: 1, Want: TO},
-		{Name: "cpp/compile", Language: "cpp", Code: "int main(){ return undefined_name; }\n", Stdin: in, Expected: out, Want: CE},
+		{Name: "cpp/correct", Language: "cpp", Code: "#include <iostream>\nint main(){long a,b;std::cin>>a>>b;std::cout<<a+b<<std::endl;}\n", Stdin: in, Expected: out, Want: wantT},
+		{Name: "cpp/wrong", Language: "cpp", Code: "#include <iostream>\nint main(){long a,b;std::cin>>a>>b;std::cout<<a*b<<std::endl;}\n", Stdin: in, Expected: out, Want: wantF},
+		{Name: "cpp/runtime", Language: "cpp", Code: "#include <cassert>\nint main(){int x=0; assert(x==1); return 0;}\n", Stdin: in, Expected: out, Want: wantRE},
+		{Name: "cpp/timeout", Language: "cpp", Code: "int main(){volatile unsigned long x=0; for(;;) x++;}\n", Stdin: in, Expected: out, RunTimeout: 1, Want: wantTO},
+		{Name: "cpp/compile", Language: "cpp", Code: "int main(){ return undefined_name; }\n", Stdin: in, Expected: out, Want: wantCE},
 
-		{Name: "perl/correct", Language: "perl", Code: "my ($a, $b) = split ' ', <STDIN>;\nprint $a + $b, \"\\n\";\n", Stdin: in, Expected: out, Want: T},
-		{Name: "perl/wrong", Language: "perl", Code: "my ($a, $b) = split ' ', <STDIN>;\nprint $a * $b, \"\\n\";\n", Stdin: in, Expected: out, Want: F},
-		{Name: "perl/runtime", Language: "perl", Code: "die \"boom\\n\";\n", Stdin: in, Expected: out, Want: RE},
-		{Name: "perl/timeout", Language: "perl", Code: "1 while 1;\n", Stdin: in, Expected: out, RunTimeout: 1, Want: TO},
-		{Name: "perl/syntax", Language: "perl", Code: "my $x = ;\n", Stdin: in, Expected: out, Want: RE},
+		{Name: "perl/correct", Language: "perl", Code: "my ($a, $b) = split ' ', <STDIN>;\nprint $a + $b, \"\\n\";\n", Stdin: in, Expected: out, Want: wantT},
+		{Name: "perl/wrong", Language: "perl", Code: "my ($a, $b) = split ' ', <STDIN>;\nprint $a * $b, \"\\n\";\n", Stdin: in, Expected: out, Want: wantF},
+		{Name: "perl/runtime", Language: "perl", Code: "die \"boom\\n\";\n", Stdin: in, Expected: out, Want: wantRE},
+		{Name: "perl/timeout", Language: "perl", Code: "1 while 1;\n", Stdin: in, Expected: out, RunTimeout: 1, Want: wantTO},
+		{Name: "perl/syntax", Language: "perl", Code: "my $x = ;\n", Stdin: in, Expected: out, Want: wantRE},
 
-		{Name: "typescript/correct", Language: "typescript", Code: "const [a, b]: number[] = require('fs').readFileSync(0, 'utf8').trim().split(' ').map(Number);\nconsole.log(a + b);\n", Stdin: in, Expected: out, Want: T},
-		{Name: "typescript/wrong", Language: "typescript", Code: "const [a, b]: number[] = require('fs').readFileSync(0, 'utf8').trim().split(' ').map(Number);\nconsole.log(a * b);\n", Stdin: in, Expected: out, Want: F},
-		{Name: "typescript/runtime", Language: "typescript", Code: "throw new Error('boom');\n", Stdin: in, Expected: out, Want: RE},
-		{Name: "typescript/timeout", Language: "typescript", Code: "while (true) {}\n", Stdin: in, Expected: out, RunTimeout: 2, Want: TO},
+		{Name: "typescript/correct", Language: "typescript", Code: "const [a, b]: number[] = require('fs').readFileSync(0, 'utf8').trim().split(' ').map(Number);\nconsole.log(a + b);\n", Stdin: in, Expected: out, Want: wantT},
+		{Name: "typescript/wrong", Language: "typescript", Code: "const [a, b]: number[] = require('fs').readFileSync(0, 'utf8').trim().split(' ').map(Number);\nconsole.log(a * b);\n", Stdin: in, Expected: out, Want: wantF},
+		{Name: "typescript/runtime", Language: "typescript", Code: "throw new Error('boom');\n", Stdin: in, Expected: out, Want: wantRE},
+		{Name: "typescript/timeout", Language: "typescript", Code: "while (true) {}\n", Stdin: in, Expected: out, RunTimeout: 2, Want: wantTO},
 
-		{Name: "pytest/pass", Language: "pytest", Code: "def add(a, b):\n    return a + b\n\ndef test_add():\n    assert add(2, 3) == 5\n", Want: T},
-		{Name: "pytest/fail", Language: "pytest", Code: "def add(a, b):\n    return a - b\n\ndef test_add():\n    assert add(2, 3) == 5\n", Want: RE},
-		{Name: "pytest/timeout", Language: "pytest", Code: "def test_forever():\n    while True:\n        pass\n", RunTimeout: 2, Want: TO},
+		{Name: "pytest/pass", Language: "pytest", Code: "def add(a, b):\n    return a + b\n\ndef test_add():\n    assert add(2, 3) == 5\n", Want: wantT},
+		{Name: "pytest/fail", Language: "pytest", Code: "def add(a, b):\n    return a - b\n\ndef test_add():\n    assert add(2, 3) == 5\n", Want: wantRE},
+		{Name: "pytest/timeout", Language: "pytest", Code: "def test_forever():\n    while True:\n        pass\n", RunTimeout: 2, Want: wantTO},
 
-		{Name: "php/correct", Language: "php", Code: "<?php\n[$a, $b] = array_map('intval', explode(' ', trim(fgets(STDIN))));\necho $a + $b, \"\\n\";\n", Stdin: in, Expected: out, Want: T},
-		{Name: "php/no-tag", Language: "php", Code: "\n  [$a, $b] = array_map('intval', explode(' ', trim(fgets(STDIN))));\necho $a + $b, \"\\n\";\n", Stdin: in, Expected: out, Want: T},
-		{Name: "php/wrong", Language: "php", Code: "<?php\necho 6, \"\\n\";\n", Stdin: in, Expected: out, Want: F},
-		{Name: "php/runtime", Language: "php", Code: "<?php\nthrow new Exception('boom');\n", Stdin: in, Expected: out, Want: RE},
-		{Name: "php/timeout", Language: "php", Code: "<?php\nwhile (true) {}\n", Stdin: in, Expected: out, RunTimeout: 1, Want: TO},
-		{Name: "php/syntax", Language: "php", Code: "<?php\necho (;\n", Stdin: in, Expected: out, Want: RE},
+		{Name: "php/correct", Language: "php", Code: "<?php\n[$a, $b] = array_map('intval', explode(' ', trim(fgets(STDIN))));\necho $a + $b, \"\\n\";\n", Stdin: in, Expected: out, Want: wantT},
+		{Name: "php/no-tag", Language: "php", Code: "\n  [$a, $b] = array_map('intval', explode(' ', trim(fgets(STDIN))));\necho $a + $b, \"\\n\";\n", Stdin: in, Expected: out, Want: wantT},
+		{Name: "php/wrong", Language: "php", Code: "<?php\necho 6, \"\\n\";\n", Stdin: in, Expected: out, Want: wantF},
+		{Name: "php/runtime", Language: "php", Code: "<?php\nthrow new Exception('boom');\n", Stdin: in, Expected: out, Want: wantRE},
+		{Name: "php/timeout", Language: "php", Code: "<?php\nwhile (true) {}\n", Stdin: in, Expected: out, RunTimeout: 1, Want: wantTO},
+		{Name: "php/syntax", Language: "php", Code: "<?php\necho (;\n", Stdin: in, Expected: out, Want: wantRE},
 
-		{Name: "ruby/correct", Language: "ruby", Code: "a, b = gets.split.map(&:to_i)\nputs a + b\n", Stdin: in, Expected: out, MemoryMB: -1, Want: T},
-		{Name: "ruby/wrong", Language: "ruby", Code: "a, b = gets.split.map(&:to_i)\nputs a * b\n", Stdin: in, Expected: out, MemoryMB: -1, Want: F},
-		{Name: "ruby/runtime", Language: "ruby", Code: "raise 'boom'\n", Stdin: in, Expected: out, MemoryMB: -1, Want: RE},
-		{Name: "ruby/timeout", Language: "ruby", Code: "loop {}\n", Stdin: in, Expected: out, RunTimeout: 1, MemoryMB: -1, Want: TO},
-		{Name: "ruby/syntax", Language: "ruby", Code: "def f(\n", Stdin: in, Expected: out, MemoryMB: -1, Want: RE},
+		{Name: "ruby/correct", Language: "ruby", Code: "a, b = gets.split.map(&:to_i)\nputs a + b\n", Stdin: in, Expected: out, MemoryMB: -1, Want: wantT},
+		{Name: "ruby/wrong", Language: "ruby", Code: "a, b = gets.split.map(&:to_i)\nputs a * b\n", Stdin: in, Expected: out, MemoryMB: -1, Want: wantF},
+		{Name: "ruby/runtime", Language: "ruby", Code: "raise 'boom'\n", Stdin: in, Expected: out, MemoryMB: -1, Want: wantRE},
+		{Name: "ruby/timeout", Language: "ruby", Code: "loop {}\n", Stdin: in, Expected: out, RunTimeout: 1, MemoryMB: -1, Want: wantTO},
+		{Name: "ruby/syntax", Language: "ruby", Code: "def f(\n", Stdin: in, Expected: out, MemoryMB: -1, Want: wantRE},
 
 		// Under memory_limit_MB, SandboxFusion limits the stack to it too,
 		// and Ruby cannot start in that address space: it segfaults there.
-		{Name: "ruby/memory-limit", Language: "ruby", Code: "puts 5\n", Stdin: in, Expected: out, Want: RE},
+		{Name: "ruby/memory-limit", Language: "ruby", Code: "puts 5\n", Stdin: in, Expected: out, Want: wantRE},
 
-		{Name: "lua/correct", Language: "lua", Code: "local a, b = io.read('n', 'n')\nprint(a + b)\n", Stdin: in, Expected: out, Want: T},
-		{Name: "lua/wrong", Language: "lua", Code: "local a, b = io.read('n', 'n')\nprint(a * b)\n", Stdin: in, Expected: out, Want: F},
-		{Name: "lua/runtime", Language: "lua", Code: "error('boom')\n", Stdin: in, Expected: out, Want: RE},
-		{Name: "lua/timeout", Language: "lua", Code: "while true do end\n", Stdin: in, Expected: out, RunTimeout: 1, Want: TO},
-		{Name: "lua/syntax", Language: "lua", Code: "local x = \n", Stdin: in, Expected: out, Want: RE},
+		{Name: "lua/correct", Language: "lua", Code: "local a, b = io.read('n', 'n')\nprint(a + b)\n", Stdin: in, Expected: out, Want: wantT},
+		{Name: "lua/wrong", Language: "lua", Code: "local a, b = io.read('n', 'n')\nprint(a * b)\n", Stdin: in, Expected: out, Want: wantF},
+		{Name: "lua/runtime", Language: "lua", Code: "error('boom')\n", Stdin: in, Expected: out, Want: wantRE},
+		{Name: "lua/timeout", Language: "lua", Code: "while true do end\n", Stdin: in, Expected: out, RunTimeout: 1, Want: wantTO},
+		{Name: "lua/syntax", Language: "lua", Code: "local x = \n", Stdin: in, Expected: out, Want: wantRE},
 
-		{Name: "go/correct", Language: "go", Code: "package main\nimport \"fmt\"\nfunc main(){var a,b int; fmt.Scan(&a,&b); fmt.Println(a+b)}\n", Stdin: in, Expected: out, Want: T},
-		{Name: "go/wrong", Language: "go", Code: "package main\nimport \"fmt\"\nfunc main(){var a,b int; fmt.Scan(&a,&b); fmt.Println(a*a+b)}\n", Stdin: in, Expected: out, Want: F},
-		{Name: "go/runtime", Language: "go", Code: "package main\nfunc main(){ var m map[string]int; m[\"x\"] = 1 }\n", Stdin: in, Expected: out, Want: RE},
-		{Name: "go/timeout", Language: "go", Code: "package main\nfunc main(){ x := 0; for { x++ } }\n", Stdin: in, Expected: out, RunTimeout: 1, Want: TO},
-		{Name: "go/compile", Language: "go", Code: "package main\nfunc main() { x := 1 }\n", Stdin: in, Expected: out, Want: CE},
+		{Name: "go/correct", Language: "go", Code: "package main\nimport \"fmt\"\nfunc main(){var a,b int; fmt.Scan(&a,&b); fmt.Println(a+b)}\n", Stdin: in, Expected: out, Want: wantT},
+		{Name: "go/wrong", Language: "go", Code: "package main\nimport \"fmt\"\nfunc main(){var a,b int; fmt.Scan(&a,&b); fmt.Println(a*a+b)}\n", Stdin: in, Expected: out, Want: wantF},
+		{Name: "go/runtime", Language: "go", Code: "package main\nfunc main(){ var m map[string]int; m[\"x\"] = 1 }\n", Stdin: in, Expected: out, Want: wantRE},
+		{Name: "go/timeout", Language: "go", Code: "package main\nfunc main(){ x := 0; for { x++ } }\n", Stdin: in, Expected: out, RunTimeout: 1, Want: wantTO},
+		{Name: "go/compile", Language: "go", Code: "package main\nfunc main() { x := 1 }\n", Stdin: in, Expected: out, Want: wantCE},
 
-		{Name: "go_test/pass", Language: "go_test", Code: goTestCode("if add(2, 3) != 5 { t.Fatal(\"wrong\") }"), Stdin: optStr(""), Want: T},
-		{Name: "go_test/fail", Language: "go_test", Code: goTestCode("if add(2, 3) != 6 { t.Fatal(\"wrong\") }"), Stdin: optStr(""), Want: RE},
+		{Name: "go_test/pass", Language: "go_test", Code: goTestCode("if add(2, 3) != 5 { t.Fatal(\"wrong\") }"), Stdin: optStr(""), Want: wantT},
+		{Name: "go_test/fail", Language: "go_test", Code: goTestCode("if add(2, 3) != 6 { t.Fatal(\"wrong\") }"), Stdin: optStr(""), Want: wantRE},
 		// go test builds and runs in one step upstream: a build failure is
 		// a failed run, not a compile error.
-		{Name: "go_test/build", Language: "go_test", Code: goTestCode("y := 1"), Stdin: optStr(""), Want: RE},
-		{Name: "go_test/timeout", Language: "go_test", Code: goTestCode("for add(1, 1) == 2 {}"), Stdin: optStr(""), RunTimeout: 1, Want: TO},
+		{Name: "go_test/build", Language: "go_test", Code: goTestCode("y := 1"), Stdin: optStr(""), Want: wantRE},
+		{Name: "go_test/timeout", Language: "go_test", Code: goTestCode("for add(1, 1) == 2 {}"), Stdin: optStr(""), RunTimeout: 1, Want: wantTO},
 
-		{Name: "java/correct", Language: "java", Code: javaCode("System.out.println(a + b);"), Stdin: in, Expected: out, Want: T},
-		{Name: "java/wrong", Language: "java", Code: javaCode("System.out.println(a - b);"), Stdin: in, Expected: out, Want: F},
-		{Name: "java/runtime", Language: "java", Code: javaCode("int[] x = new int[1]; System.out.println(x[(int) (a + b)]);"), Stdin: in, Expected: out, Want: RE},
-		{Name: "java/timeout", Language: "java", Code: javaCode("long x = 0; while (a + b > 0) { x++; }"), Stdin: in, Expected: out, RunTimeout: 1, Want: TO},
-		{Name: "java/compile", Language: "java", Code: javaCode("System.out.println(a + c);"), Stdin: in, Expected: out, Want: CE},
+		{Name: "java/correct", Language: "java", Code: javaCode("System.out.println(a + b);"), Stdin: in, Expected: out, Want: wantT},
+		{Name: "java/wrong", Language: "java", Code: javaCode("System.out.println(a - b);"), Stdin: in, Expected: out, Want: wantF},
+		{Name: "java/runtime", Language: "java", Code: javaCode("int[] x = new int[1]; System.out.println(x[(int) (a + b)]);"), Stdin: in, Expected: out, Want: wantRE},
+		{Name: "java/timeout", Language: "java", Code: javaCode("long x = 0; while (a + b > 0) { x++; }"), Stdin: in, Expected: out, RunTimeout: 1, Want: wantTO},
+		{Name: "java/compile", Language: "java", Code: javaCode("System.out.println(a + c);"), Stdin: in, Expected: out, Want: wantCE},
 
-		{Name: "nodejs/correct", Language: "nodejs", Code: nodeCode("console.log(a + b);"), Stdin: in, Expected: out, Want: T},
-		{Name: "nodejs/wrong", Language: "nodejs", Code: nodeCode("console.log(a * b);"), Stdin: in, Expected: out, Want: F},
-		{Name: "nodejs/runtime", Language: "nodejs", Code: nodeCode("throw new Error('boom');"), Stdin: in, Expected: out, Want: RE},
-		{Name: "nodejs/timeout", Language: "nodejs", Code: nodeCode("while (a + b > 0) {}"), Stdin: in, Expected: out, RunTimeout: 1, Want: TO},
+		{Name: "nodejs/correct", Language: "nodejs", Code: nodeCode("console.log(a + b);"), Stdin: in, Expected: out, Want: wantT},
+		{Name: "nodejs/wrong", Language: "nodejs", Code: nodeCode("console.log(a * b);"), Stdin: in, Expected: out, Want: wantF},
+		{Name: "nodejs/runtime", Language: "nodejs", Code: nodeCode("throw new Error('boom');"), Stdin: in, Expected: out, Want: wantRE},
+		{Name: "nodejs/timeout", Language: "nodejs", Code: nodeCode("while (a + b > 0) {}"), Stdin: in, Expected: out, RunTimeout: 1, Want: wantTO},
 
-		{Name: "bash/correct", Language: "bash", Code: "read a b\necho $((a + b))\n", Stdin: in, Expected: out, Want: T},
-		{Name: "bash/wrong", Language: "bash", Code: "read a b\necho $((a - b))\n", Stdin: in, Expected: out, Want: F},
-		{Name: "bash/runtime", Language: "bash", Code: "read a b\nexit 3\n", Stdin: in, Expected: out, Want: RE},
-		{Name: "bash/timeout", Language: "bash", Code: "while :; do :; done\n", Stdin: in, Expected: out, RunTimeout: 1, Want: TO},
+		{Name: "bash/correct", Language: "bash", Code: "read a b\necho $((a + b))\n", Stdin: in, Expected: out, Want: wantT},
+		{Name: "bash/wrong", Language: "bash", Code: "read a b\necho $((a - b))\n", Stdin: in, Expected: out, Want: wantF},
+		{Name: "bash/runtime", Language: "bash", Code: "read a b\nexit 3\n", Stdin: in, Expected: out, Want: wantRE},
+		{Name: "bash/timeout", Language: "bash", Code: "while :; do :; done\n", Stdin: in, Expected: out, RunTimeout: 1, Want: wantTO},
 
-		{Name: "rust/correct", Language: "rust", Code: rustCode("println!(\"{}\", a + b);"), Stdin: in, Expected: out, Want: T},
-		{Name: "rust/wrong", Language: "rust", Code: rustCode("println!(\"{}\", a * b);"), Stdin: in, Expected: out, Want: F},
-		{Name: "rust/runtime", Language: "rust", Code: rustCode("let v: Vec<i64> = Vec::new(); println!(\"{}\", v[(a + b) as usize]);"), Stdin: in, Expected: out, Want: RE},
-		{Name: "rust/timeout", Language: "rust", Code: rustCode("let mut x = a; loop { x = x.wrapping_add(b); if x == 0 { println!(\"{}\", x); } }"), Stdin: in, Expected: out, RunTimeout: 1, Want: TO},
-		{Name: "rust/compile", Language: "rust", Code: rustCode("println!(\"{}\", a + c);"), Stdin: in, Expected: out, Want: CE},
+		{Name: "rust/correct", Language: "rust", Code: rustCode("println!(\"{}\", a + b);"), Stdin: in, Expected: out, Want: wantT},
+		{Name: "rust/wrong", Language: "rust", Code: rustCode("println!(\"{}\", a * b);"), Stdin: in, Expected: out, Want: wantF},
+		{Name: "rust/runtime", Language: "rust", Code: rustCode("let v: Vec<i64> = Vec::new(); println!(\"{}\", v[(a + b) as usize]);"), Stdin: in, Expected: out, Want: wantRE},
+		{Name: "rust/timeout", Language: "rust", Code: rustCode("let mut x = a; loop { x = x.wrapping_add(b); if x == 0 { println!(\"{}\", x); } }"), Stdin: in, Expected: out, RunTimeout: 1, Want: wantTO},
+		{Name: "rust/compile", Language: "rust", Code: rustCode("println!(\"{}\", a + c);"), Stdin: in, Expected: out, Want: wantCE},
 	}
 }
 
@@ -180,71 +183,63 @@ func rustCode(body string) string {
 // ones: Scala, Kotlin script, JUnit) and jest. Their tests carry the slowlangs build
 // tag; .ci/run runs them apart from the README's test command.
 func SlowLanguageCases() []ConformanceCase {
-	const (
-		T  = sandboxclient.VerdictTrue
-		F  = sandboxclient.VerdictFalse
-		RE = sandboxclient.VerdictRuntimeError
-		TO = sandboxclient.VerdictTimeout
-		CE = sandboxclient.VerdictCompileError
-		SE = sandboxclient.VerdictAPIError
-	)
 	in, out := optStr("2 3\n"), optStr("5\n")
 	const rRead = "x <- scan(file(\"stdin\"), quiet = TRUE)\n"
 	const rkt = "#lang racket\n(define a (read))\n(define b (read))\n"
 	const dRead = "import std.stdio;\n\nvoid main() {\n    long a, b;\n    readf(\" %d %d\", &a, &b);\n    "
 	const kts = "val (a, b) = readLine()!!.trim().split(\" \").map { it.toLong() }\n"
 	return []ConformanceCase{
-		{Name: "R/correct", Language: "R", Code: rRead + "cat(x[1] + x[2], \"\\n\", sep = \"\")\n", Stdin: in, Expected: out, Want: T},
-		{Name: "R/wrong", Language: "R", Code: rRead + "cat(x[1] * x[2], \"\\n\", sep = \"\")\n", Stdin: in, Expected: out, Want: F},
-		{Name: "R/runtime", Language: "R", Code: "stop(\"boom\")\n", Stdin: in, Expected: out, Want: RE},
-		{Name: "R/assert", Language: "R", Code: "stopifnot(isTRUE(all.equal(1, 0)))\n", Want: RE},
-		{Name: "R/timeout", Language: "R", Code: "repeat {}\n", Stdin: in, Expected: out, RunTimeout: 2, Want: TO},
-		{Name: "R/syntax", Language: "R", Code: "x <- (\n", Stdin: in, Expected: out, Want: RE},
+		{Name: "R/correct", Language: "R", Code: rRead + "cat(x[1] + x[2], \"\\n\", sep = \"\")\n", Stdin: in, Expected: out, Want: wantT},
+		{Name: "R/wrong", Language: "R", Code: rRead + "cat(x[1] * x[2], \"\\n\", sep = \"\")\n", Stdin: in, Expected: out, Want: wantF},
+		{Name: "R/runtime", Language: "R", Code: "stop(\"boom\")\n", Stdin: in, Expected: out, Want: wantRE},
+		{Name: "R/assert", Language: "R", Code: "stopifnot(isTRUE(all.equal(1, 0)))\n", Want: wantRE},
+		{Name: "R/timeout", Language: "R", Code: "repeat {}\n", Stdin: in, Expected: out, RunTimeout: 2, Want: wantTO},
+		{Name: "R/syntax", Language: "R", Code: "x <- (\n", Stdin: in, Expected: out, Want: wantRE},
 
-		{Name: "racket/correct", Language: "racket", Code: rkt + "(displayln (+ a b))\n", Stdin: in, Expected: out, Want: T},
-		{Name: "racket/wrong", Language: "racket", Code: rkt + "(displayln (* a b))\n", Stdin: in, Expected: out, Want: F},
-		{Name: "racket/runtime", Language: "racket", Code: "#lang racket\n(error \"boom\")\n", Stdin: in, Expected: out, Want: RE},
-		{Name: "racket/rackunit", Language: "racket", Code: "#lang racket\n(require rackunit)\n(check-equal? (string-length \"abc\") 4)\n", Want: T},
-		{Name: "racket/timeout", Language: "racket", Code: "#lang racket\n(let loop () (loop))\n", Stdin: in, Expected: out, RunTimeout: 3, Want: TO},
-		{Name: "racket/syntax", Language: "racket", Code: "#lang racket\n(define\n", Stdin: in, Expected: out, Want: RE},
+		{Name: "racket/correct", Language: "racket", Code: rkt + "(displayln (+ a b))\n", Stdin: in, Expected: out, Want: wantT},
+		{Name: "racket/wrong", Language: "racket", Code: rkt + "(displayln (* a b))\n", Stdin: in, Expected: out, Want: wantF},
+		{Name: "racket/runtime", Language: "racket", Code: "#lang racket\n(error \"boom\")\n", Stdin: in, Expected: out, Want: wantRE},
+		{Name: "racket/rackunit", Language: "racket", Code: "#lang racket\n(require rackunit)\n(check-equal? (string-length \"abc\") 4)\n", Want: wantT},
+		{Name: "racket/timeout", Language: "racket", Code: "#lang racket\n(let loop () (loop))\n", Stdin: in, Expected: out, RunTimeout: 3, Want: wantTO},
+		{Name: "racket/syntax", Language: "racket", Code: "#lang racket\n(define\n", Stdin: in, Expected: out, Want: wantRE},
 
-		{Name: "D_ut/correct", Language: "D_ut", Code: dRead + "writeln(a + b);\n}\n", Stdin: in, Expected: out, Want: T},
-		{Name: "D_ut/wrong", Language: "D_ut", Code: dRead + "writeln(a * b);\n}\n", Stdin: in, Expected: out, Want: F},
-		{Name: "D_ut/unittest", Language: "D_ut", Code: "unittest\n{\n    assert(0 == 1);\n}\nvoid main() {}\n", Want: RE},
-		{Name: "D_ut/unittest-pass", Language: "D_ut", Code: "unittest\n{\n    assert(1 == 1);\n}\nvoid main() {}\n", Want: T},
-		{Name: "D_ut/timeout", Language: "D_ut", Code: "void main() {\n    ulong x;\n    while (true) { x++; }\n}\n", Stdin: in, Expected: out, RunTimeout: 1, Want: TO},
-		{Name: "D_ut/compile", Language: "D_ut", Code: "void main() { undefinedName(); }\n", Stdin: in, Expected: out, Want: CE},
+		{Name: "D_ut/correct", Language: "D_ut", Code: dRead + "writeln(a + b);\n}\n", Stdin: in, Expected: out, Want: wantT},
+		{Name: "D_ut/wrong", Language: "D_ut", Code: dRead + "writeln(a * b);\n}\n", Stdin: in, Expected: out, Want: wantF},
+		{Name: "D_ut/unittest", Language: "D_ut", Code: "unittest\n{\n    assert(0 == 1);\n}\nvoid main() {}\n", Want: wantRE},
+		{Name: "D_ut/unittest-pass", Language: "D_ut", Code: "unittest\n{\n    assert(1 == 1);\n}\nvoid main() {}\n", Want: wantT},
+		{Name: "D_ut/timeout", Language: "D_ut", Code: "void main() {\n    ulong x;\n    while (true) { x++; }\n}\n", Stdin: in, Expected: out, RunTimeout: 1, Want: wantTO},
+		{Name: "D_ut/compile", Language: "D_ut", Code: "void main() { undefinedName(); }\n", Stdin: in, Expected: out, Want: wantCE},
 
-		{Name: "verilog/correct", Language: "verilog", Code: verilogTB("$display(\"%0d\", 2 + 3);"), Expected: out, Want: T},
-		{Name: "verilog/wrong", Language: "verilog", Code: verilogTB("$display(\"%0d\", 2 * 3);"), Expected: out, Want: F},
-		{Name: "verilog/fatal", Language: "verilog", Code: verilogTB("$fatal(1, \"boom\");"), Expected: out, Want: RE},
-		{Name: "verilog/timeout", Language: "verilog", Code: "module tb;\n  reg clk = 0;\n  always #1 clk = ~clk;\nendmodule\n", Expected: out, RunTimeout: 1, Want: TO},
-		{Name: "verilog/compile", Language: "verilog", Code: "module tb;\n  initial begin\n    x = ;\n  end\nendmodule\n", Expected: out, Want: CE},
+		{Name: "verilog/correct", Language: "verilog", Code: verilogTB("$display(\"%0d\", 2 + 3);"), Expected: out, Want: wantT},
+		{Name: "verilog/wrong", Language: "verilog", Code: verilogTB("$display(\"%0d\", 2 * 3);"), Expected: out, Want: wantF},
+		{Name: "verilog/fatal", Language: "verilog", Code: verilogTB("$fatal(1, \"boom\");"), Expected: out, Want: wantRE},
+		{Name: "verilog/timeout", Language: "verilog", Code: "module tb;\n  reg clk = 0;\n  always #1 clk = ~clk;\nendmodule\n", Expected: out, RunTimeout: 1, Want: wantTO},
+		{Name: "verilog/compile", Language: "verilog", Code: "module tb;\n  initial begin\n    x = ;\n  end\nendmodule\n", Expected: out, Want: wantCE},
 
-		{Name: "scala/correct", Language: "scala", Code: scalaCode("println(a + b)"), Stdin: in, Expected: out, RunTimeout: 20, Want: T},
-		{Name: "scala/wrong", Language: "scala", Code: scalaCode("println(a * b)"), Stdin: in, Expected: out, RunTimeout: 20, Want: F},
-		{Name: "scala/runtime", Language: "scala", Code: scalaCode("assert(a == b)"), Stdin: in, Expected: out, RunTimeout: 20, Want: RE},
-		{Name: "scala/timeout", Language: "scala", Code: scalaCode("while (a + b > 0) {}"), Stdin: in, Expected: out, RunTimeout: 3, Want: TO},
-		{Name: "scala/compile", Language: "scala", Code: scalaCode("println(a + c)"), Stdin: in, Expected: out, Want: CE},
+		{Name: "scala/correct", Language: "scala", Code: scalaCode("println(a + b)"), Stdin: in, Expected: out, RunTimeout: 20, Want: wantT},
+		{Name: "scala/wrong", Language: "scala", Code: scalaCode("println(a * b)"), Stdin: in, Expected: out, RunTimeout: 20, Want: wantF},
+		{Name: "scala/runtime", Language: "scala", Code: scalaCode("assert(a == b)"), Stdin: in, Expected: out, RunTimeout: 20, Want: wantRE},
+		{Name: "scala/timeout", Language: "scala", Code: scalaCode("while (a + b > 0) {}"), Stdin: in, Expected: out, RunTimeout: 3, Want: wantTO},
+		{Name: "scala/compile", Language: "scala", Code: scalaCode("println(a + c)"), Stdin: in, Expected: out, Want: wantCE},
 		// SandboxFusion refuses code without an object before compiling.
-		{Name: "scala/no-object", Language: "scala", Code: "class Main {}\n", Stdin: in, Expected: out, Want: SE},
+		{Name: "scala/no-object", Language: "scala", Code: "class Main {}\n", Stdin: in, Expected: out, Want: wantSE},
 
-		{Name: "kotlin_script/correct", Language: "kotlin_script", Code: kts + "println(a + b)\n", Stdin: in, Expected: out, RunTimeout: 40, Want: T},
-		{Name: "kotlin_script/wrong", Language: "kotlin_script", Code: kts + "println(a * b)\n", Stdin: in, Expected: out, RunTimeout: 40, Want: F},
-		{Name: "kotlin_script/runtime", Language: "kotlin_script", Code: kts + "if (a != b) throw Exception(\"boom\")\n", Stdin: in, Expected: out, RunTimeout: 40, Want: RE},
-		{Name: "kotlin_script/timeout", Language: "kotlin_script", Code: kts + "while (a + b > 0) {}\n", Stdin: in, Expected: out, RunTimeout: 8, Want: TO},
+		{Name: "kotlin_script/correct", Language: "kotlin_script", Code: kts + "println(a + b)\n", Stdin: in, Expected: out, RunTimeout: 40, Want: wantT},
+		{Name: "kotlin_script/wrong", Language: "kotlin_script", Code: kts + "println(a * b)\n", Stdin: in, Expected: out, RunTimeout: 40, Want: wantF},
+		{Name: "kotlin_script/runtime", Language: "kotlin_script", Code: kts + "if (a != b) throw Exception(\"boom\")\n", Stdin: in, Expected: out, RunTimeout: 40, Want: wantRE},
+		{Name: "kotlin_script/timeout", Language: "kotlin_script", Code: kts + "while (a + b > 0) {}\n", Stdin: in, Expected: out, RunTimeout: 8, Want: wantTO},
 		// A script is compiled in its one step: a bad one fails the run.
-		{Name: "kotlin_script/syntax", Language: "kotlin_script", Code: "val x = \n", Stdin: in, Expected: out, RunTimeout: 40, Want: RE},
+		{Name: "kotlin_script/syntax", Language: "kotlin_script", Code: "val x = \n", Stdin: in, Expected: out, RunTimeout: 40, Want: wantRE},
 
-		{Name: "jest/pass", Language: "jest", Code: jestCode("3"), RunTimeout: 30, Want: T},
-		{Name: "jest/fail", Language: "jest", Code: jestCode("4"), RunTimeout: 30, Want: RE},
-		{Name: "jest/timeout", Language: "jest", Code: jestCode("3); while (add(1, 2) === 3) {}; expect(0"), RunTimeout: 3, Want: TO},
-		{Name: "jest/syntax", Language: "jest", Code: "test('x', () => { expect(1).toBe(1) ", RunTimeout: 30, Want: RE},
+		{Name: "jest/pass", Language: "jest", Code: jestCode("3"), RunTimeout: 30, Want: wantT},
+		{Name: "jest/fail", Language: "jest", Code: jestCode("4"), RunTimeout: 30, Want: wantRE},
+		{Name: "jest/timeout", Language: "jest", Code: jestCode("3); while (add(1, 2) === 3) {}; expect(0"), RunTimeout: 3, Want: wantTO},
+		{Name: "jest/syntax", Language: "jest", Code: "test('x', () => { expect(1).toBe(1) ", RunTimeout: 30, Want: wantRE},
 
-		{Name: "junit/pass", Language: "junit", Code: junitCode("assertEquals(3, Adder.add(1, 2));"), RunTimeout: 20, Want: T},
-		{Name: "junit/fail", Language: "junit", Code: junitCode("assertEquals(4, Adder.add(1, 2));"), RunTimeout: 20, Want: RE},
-		{Name: "junit/timeout", Language: "junit", Code: junitCode("while (Adder.add(1, 2) == 3) {}"), RunTimeout: 3, Want: TO},
-		{Name: "junit/compile", Language: "junit", Code: junitCode("assertEquals(3, undefinedName);"), Want: CE},
+		{Name: "junit/pass", Language: "junit", Code: junitCode("assertEquals(3, Adder.add(1, 2));"), RunTimeout: 20, Want: wantT},
+		{Name: "junit/fail", Language: "junit", Code: junitCode("assertEquals(4, Adder.add(1, 2));"), RunTimeout: 20, Want: wantRE},
+		{Name: "junit/timeout", Language: "junit", Code: junitCode("while (Adder.add(1, 2) == 3) {}"), RunTimeout: 3, Want: wantTO},
+		{Name: "junit/compile", Language: "junit", Code: junitCode("assertEquals(3, undefinedName);"), Want: wantCE},
 	}
 }
 

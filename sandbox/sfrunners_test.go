@@ -259,10 +259,17 @@ func TestNewRunnersAreContained(t *testing.T) {
 			}
 		})
 	}
+	checkHostWrites(t, l, writers, target, 10)
+}
+
+// checkHostWrites runs each language's program, which tries to write
+// target, /usr/pwned and /etc/pwned and prints "wrote" or "refused" for
+// each: every write must be refused, and target must not exist after.
+func checkHostWrites(t *testing.T, l *Local, writers map[string]string, target string, runTimeout float64) {
 	for lang, code := range writers {
 		t.Run(lang+" host write", func(t *testing.T) {
 			needTools(t, l, lang)
-			resp := runCode(t, l, lang, code, 10, -1)
+			resp := runCode(t, l, lang, code, runTimeout, -1)
 			if strings.Contains(resp.RunResult.Stdout, "wrote") || !strings.Contains(resp.RunResult.Stdout+resp.RunResult.Stderr, "refused") {
 				t.Errorf("a write outside the run got through: %s", respText(resp, nil))
 			}
