@@ -36,7 +36,7 @@ func newLocal(t testing.TB, opts Options) *Local {
 }
 
 // plainPython runs the package's tests with every Python run started as a
-// new interpreter (test.sh runs them both ways), so that the containment
+// new interpreter (.ci/run runs them both ways), so that the containment
 // and language tests hold on both paths.
 var plainPython = os.Getenv("VERL_SCORE_TEST_PLAIN_PYTHON") == "1"
 
