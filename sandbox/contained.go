@@ -34,6 +34,7 @@ func newInitReport(r *os.File, pending ...*os.File) *initReport {
 type initResult struct {
 	status  syscall.WaitStatus
 	elapsed time.Duration
+	faults  int64 // the program's minor page faults, where the fork server reports them
 	files   map[string]string
 	noStart string // the program could not be started: the message
 }
@@ -138,6 +139,12 @@ func (r *initReport) result(state *os.ProcessState) (*initResult, error) {
 		res := &initResult{status: syscall.WaitStatus(ws), elapsed: time.Duration(ns), files: map[string]string{}}
 		for i := 2; i+1 < len(rec.Args); i += 2 {
 			res.files[rec.Args[i]] = base64.StdEncoding.EncodeToString([]byte(rec.Args[i+1]))
+		}
+		for _, r := range recs {
+			if r.Op == nsinit.ReportFaults && len(r.Args) == 1 {
+				n, _ := nsinit.Atoi(r.Args[0])
+				res.faults = int64(n)
+			}
 		}
 		return res, nil
 	case nsinit.ReportNoStart:

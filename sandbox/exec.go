@@ -478,6 +478,7 @@ func (l *Local) runStepAs(ctx context.Context, s *stepSpec, uid int, fork bool) 
 		}
 		ws, fetched = r.status, r.files
 		res.ExecutionTime = r.elapsed.Seconds()
+		l.forkedFaults.Add(r.faults)
 	} else {
 		ws, _ = p.state.Sys().(syscall.WaitStatus)
 		fetched = fetchFiles(s.dir, s.fetch, l.opts.MaxOutputBytes)

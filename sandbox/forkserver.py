@@ -28,9 +28,16 @@ def _server():
     plain_vsize = statm_vsize()
     user_site = os.path.dirname(os.path.abspath(__file__))
 
+    import _io
+    import _operator
     import _socket
+    import _thread
+    import _weakref
+    import atexit
     import ctypes
     import gc
+    import itertools
+    import opcode
     import resource
     import select
     import time
@@ -223,6 +230,188 @@ def _server():
         for k, v in old.__dict__.items():
             main.__dict__[k] = {} if k == "__annotations__" else v
         sys.modules["__main__"] = main
+        if fast_exit_ok:
+            watch_main(main)
+
+
+    # --- the program's exit -----------------------------------------------
+    # A forked program's exit is dear: the interpreter's finalization drops
+    # every module of the start-up, and each object it touches sits on a
+    # page shared with the server, which the kernel then copies. When
+    # nothing the program left behind can act at exit, the end the
+    # interpreter would reach is known: its standard streams flushed and
+    # the exit status of the main module's outcome. fast_exit then ends the
+    # program there. It is the last exit function (registered before any of
+    # the program's), so the program's own atexit functions and its threads
+    # have all run; it takes the fast way only when the main module's frame
+    # ended in a return (status 0) or in an exception that the interpreter
+    # has reported (status 1), and when no object that a finalization would
+    # run code for is alive. Anything else, or anything it does not know,
+    # leaves the exit to the interpreter.
+    RETURNS = {opcode.opmap[n] for n in ("RETURN_VALUE", "RETURN_CONST") if n in opcode.opmap}
+    HAVE_GC = 1 << 14
+    type_mro = type.__dict__["__mro__"].__get__
+    type_dict = type.__dict__["__dict__"].__get__
+    type_flags = type.__dict__["__flags__"].__get__
+    main_thread = _thread.get_ident()
+
+    async def _coro():
+        pass
+
+    async def _agen():
+        yield
+
+    def _gen():
+        yield
+
+    # Types whose instances need a look of their own: a generator that is
+    # suspended runs code when closed, a weak reference may have a callback.
+    # In-memory files close without output.
+    GEN, CORO, AGEN = type(_gen()), type(_coro()), type(_agen())
+    weak_refs = _weakref.ReferenceType
+    weak_proxies = (_weakref.ProxyType, _weakref.CallableProxyType)
+    weak_callback = weak_refs.__callback__.__get__
+    exception_traceback = BaseException.__traceback__.__get__
+    try:
+        raise ValueError
+    except ValueError as e:
+        TRACEBACK = type(e.__traceback__)
+    audit_hooks = []  # set once a program adds an audit hook
+
+    # The callbacks by which the standard library's weak collections drop
+    # an entry whose referent died: they run no code of the program's.
+    QUIET_CALLBACKS = {("_weakrefset.py", "WeakSet.__init__.<locals>._remove"),
+                       ("weakref.py", "WeakValueDictionary.__init__.<locals>.remove"),
+                       ("weakref.py", "WeakKeyDictionary.__init__.<locals>.remove")}
+    stdlib_dir = os.path.dirname(os.__file__)
+
+    def quiet_callback(f):
+        if type(f) is not type(quiet_callback):
+            return False
+        code = f.__code__
+        where, name = os.path.split(code.co_filename)
+        return where == stdlib_dir and (name, code.co_qualname) in QUIET_CALLBACKS
+
+    def has_finalizer(t):
+        return any("__del__" in type_dict(c) for c in type_mro(t))
+
+    def finalizers_alive(ours):
+        """Whether an object the program made would run code or write when
+        the interpreter finalizes it. ours is an object made just before
+        the program started. Nothing here calls the program's code: types
+        are told apart by identity (a metaclass may define __hash__) and
+        attributes are read through the built-in types' descriptors."""
+        objs = gc.get_objects()
+        if not any(map(_operator.is_, objs, itertools.repeat(ours))):
+            return True  # the program froze what it made (gc.freeze), out of sight
+        types = list(map(type, objs))
+        looks = set()
+        for t in dict(zip(map(id, types), types)).values():
+            if t is _io.BytesIO or t is _io.StringIO:
+                continue  # in-memory files close without output
+            if t is GEN or t is CORO or t is AGEN or issubclass(t, weak_refs) or issubclass(t, type):
+                looks.add(id(t))
+            elif issubclass(t, weak_proxies) or has_finalizer(t):
+                return True
+        if not looks:
+            return False
+        for o in itertools.compress(objs, map(looks.__contains__, map(id, types))):
+            t = type(o)
+            if t is GEN:
+                if GEN.gi_suspended.__get__(o):
+                    return True  # closing it runs its finally blocks
+            elif t is CORO:
+                if CORO.cr_frame.__get__(o) is not None:
+                    return True
+            elif t is AGEN:
+                if AGEN.ag_frame.__get__(o) is not None:
+                    return True
+            elif issubclass(t, type):
+                # A class whose instances the collector does not track:
+                # they are not in objs, so the class answers for them.
+                if not type_flags(o) & HAVE_GC and has_finalizer(o):
+                    return True
+            else:
+                callback = weak_callback(o)
+                if callback is not None and not quiet_callback(callback):
+                    return True
+        return False
+
+    def exit_status(frame):
+        """The status the interpreter will exit with, from how the main
+        module ended; None where that is not known here."""
+        code = frame.f_code.co_code
+        at = frame.f_lasti
+        if 0 <= at < len(code) and code[at] in RETURNS:
+            return 0
+        # An exception the interpreter reported: it stored it in sys.last_*
+        # and went on to the end of the file's run, which deletes __file__
+        # (a SystemExit ends the process before that, and its status is
+        # not known here).
+        value, tb = getattr(sys, "last_value", None), getattr(sys, "last_traceback", None)
+        t = type(value)
+        if (issubclass(t, BaseException) and not issubclass(t, (SystemExit, KeyboardInterrupt))
+                and type(tb) is TRACEBACK and exception_traceback(value) is tb
+                and tb.tb_frame is frame and tb.tb_lasti == at and "__file__" not in frame.f_globals):
+            return 1
+        return None
+
+    def fast_exit(watch):
+        frame, profile = watch
+        watch[:] = None, None  # nothing of the program stays alive through us
+        if profile is not None and sys.getprofile() is profile:
+            sys.setprofile(None)  # the main module never started
+        if frame is None or _thread.get_ident() != main_thread:
+            return
+        try:
+            sys._getframe(1)
+            return  # called by the program (atexit._run_exitfuncs), not at exit
+        except ValueError:
+            pass
+        for _ in range(20):
+            if _thread._count() == 0:
+                break
+            time.sleep(0.0001)  # a joined thread may still be ending in C
+        if (audit_hooks or sys.gettrace() is not None or sys.getprofile() is not None
+                or _thread._count() != 0 or libc.getenv(b"PYTHONINSPECT")
+                or gc.garbage or gc.callbacks or gc.get_debug()
+                or "faulthandler" in sys.modules
+                or sys.stdout is not std_streams[0]() or sys.stderr is not std_streams[1]()):
+            return
+        status = exit_status(frame)
+        del frame
+        if status is None or finalizers_alive(watch):
+            return
+        for f in (sys.stdout, sys.stderr):
+            if not f.closed:
+                try:
+                    f.flush()
+                except BaseException:
+                    return  # the interpreter tries again and reports it
+        libc.fflush(None)
+        os._exit(status)
+
+    def audit(event, args):
+        if event == "sys.addaudithook" and not audit_hooks:
+            audit_hooks.append(True)  # the program's hooks may see the finalization
+
+    def watch_main(main):
+        """Registers fast_exit, the program's first exit function, with
+        what it needs to know: the main module's frame, kept by a profile
+        function that removes itself at the frame's call event, before its
+        first instruction. Only the exit function's registration holds
+        them, so a program that clears its exit functions frees them too."""
+        main_dict = main.__dict__
+        watch = [None, None]
+
+        def profile(frame, event, arg):
+            if event == "call" and frame.f_globals is main_dict and frame.f_back is None:
+                sys.setprofile(None)
+                watch[:] = frame, None
+
+        watch[1] = profile
+        atexit.register(fast_exit, watch)
+        sys.setprofile(profile)
 
     def close_all_but(keep):
         lo = 3
@@ -378,14 +567,15 @@ def _server():
             run["kill"] = None
             os.kill(run["reaper"], SIGKILL)  # not reaped yet: still ours
             return
-        _, status = os.waitpid(run[what], 0)
+        _, status, usage = os.wait4(run[what], 0)
         if what == "pid":
             run["status"], run["elapsed"] = status, time.monotonic_ns() - run["t0"]
+            run["faults"] = usage.ru_minflt
             os.kill(run["reaper"], SIGKILL)
         run["left"] -= 1
         if run["left"] == 0:
             if run["status"] is not None:
-                write_all(run["rep"], record("R", run["status"], run["elapsed"]))
+                write_all(run["rep"], record("F", run["faults"]) + record("R", run["status"], run["elapsed"]))
             os.close(run["rep"])
             try:
                 used = loopback_used(run["netns"])
@@ -400,6 +590,13 @@ def _server():
 
     # What the server imported is mapped in a program too and would not be
     # in a plain start: its address-space limit allows for it.
+    # The fast exit's hooks, set once: every program inherits them.
+    # (weakly: the streams must die at exit as in a plain start, which
+    # flushes them a last time)
+    std_streams = (_weakref.ref(sys.stdout), _weakref.ref(sys.stderr))
+    fast_exit_ok = sys.version_info >= (3, 11) and bool(RETURNS)
+    if fast_exit_ok:
+        sys.addaudithook(audit)
     extra_vsize = max(0, statm_vsize() - plain_vsize)
     extra_modules = [name for name in sys.modules if name not in plain_modules]
     # What the server made stays alive, so that a program's exit does not

@@ -192,3 +192,99 @@ func TestForkServerEdges(t *testing.T) {
 		t.Errorf("no run went through a new fork server")
 	}
 }
+
+// exitCases end a program in the ways whose finalization differs: the ones
+// fast_exit (forkserver.py) ends at once (fast) and the ones it must leave
+// to the interpreter.
+var exitCases = []struct {
+	name, code string
+	fast       bool
+}{
+	{"plain end", "print(input())", true},
+	{"no newline", "import sys\nsys.stdout.write(input())", true},
+	{"buffer write", "import sys\nsys.stdout.buffer.write(b'bytes')\nprint('text')", true},
+	{"uncaught", "def f(x):\n    return 1 // x\nprint(input())\nf(0)", true},
+	{"excepthook", "import sys\nsys.excepthook = lambda *a: print('hook', a[0].__name__)\nraise KeyError(1)", true},
+	{"atexit", "import atexit\natexit.register(print, 'at exit')\nprint('main')", true},
+	{"finished generator", "def g():\n    yield 1\nprint(list(g()))\nit = g()", true},
+	{"string io", "import io\nbuf = io.StringIO()\nbuf.write('x' * 3)\nprint(buf.getvalue())", true},
+	{"threads", "import threading\nthreading.stack_size(1 << 20)\nt = threading.Thread(target=print, args=('thread',))\nt.start()\nt.join()\nprint('main')", true},
+	{"fork", "import os\nif os.fork() == 0:\n    print('child')\nelse:\n    os.wait()\n    print('parent')", true},
+	{"C stdio", "import ctypes\nctypes.CDLL(None).printf(b'from C\\n')\nprint('from Python')", true},
+	{"stdout closed", "import sys\nprint('a')\nsys.stdout.close()", true},
+	// fast_exit must not run the program's code: neither a metaclass's
+	// __hash__ nor an exception's __getattribute__.
+	{"metaclass hash", "class M(type):\n    def __hash__(cls):\n        print('hash')\n        return 1\nclass C(metaclass=M):\n    pass\nc = C()\nprint('main')", true},
+	{"exception getattribute", "class E(Exception):\n    def __getattribute__(self, name):\n        print('get', name)\n        return object.__getattribute__(self, name)\nraise E()", true},
+	{"exit 3", "import sys\nprint('a')\nsys.exit(3)", false},
+	{"exit 0 at end", "import sys\nprint('a')\nsys.exit(0)", false},
+	{"exit builtin", "print('a')\nexit(4)", false},
+	{"exit message", "raise SystemExit('bye')", false},
+	{"no __file__ then exit", "del __file__\nimport sys\nsys.exit(5)", false},
+	{"keyboard interrupt", "print('a')\nraise KeyboardInterrupt", false},
+	{"syntax error", "print('a'\n", false},
+	{"run exit functions", "import atexit\natexit.register(print, 'at exit')\natexit._run_exitfuncs()\nprint('after')", false},
+	{"clear exit functions", "import atexit\natexit._clear()\nclass D:\n    def __del__(self):\n        print('del')\nd = D()", false},
+	{"del", "class D:\n    def __del__(self):\n        print('del')\nd = D()\nprint('main')", false},
+	{"del in exception", "class D:\n    def __del__(self):\n        print('del')\ndef f():\n    d = D()\n    raise ValueError\nf()", false},
+	{"del, no gc", "class D(int):\n    __slots__ = ()\n    def __del__(self):\n        print('del')\nd = D(3)", false},
+	{"del, frozen", "import gc\nclass D:\n    def __del__(self):\n        print('del')\nd = D()\ngc.freeze()", false},
+	{"suspended generator", "def g():\n    try:\n        yield 1\n    finally:\n        print('closed')\nit = g()\nnext(it)", false},
+	{"weakref callback", "import weakref\nclass C:\n    pass\nc = C()\nr = weakref.ref(c, lambda r: print('gone'))", false},
+	{"file on stdout", "out = open('/dev/stdout', 'w')\nout.write('via /dev/stdout\\n')", false},
+	{"fd 1 wrapper", "import os\nout = os.fdopen(1, 'w', closefd=False)\nout.write('via fd 1\\n')", false},
+	{"stdout replaced", "import io, sys\nprint('first')\nsys.stdout = io.TextIOWrapper(open(1, 'wb', closefd=False))\nprint('second')", false},
+	{"daemon thread", "import threading, time\nthreading.stack_size(1 << 20)\nev = threading.Event()\ndef run():\n    ev.set()\n    time.sleep(0.2)\n    print('late')\nthreading.Thread(target=run, daemon=True).start()\nev.wait()\nprint('main')", false},
+	{"audit hook", "import sys\nsys.addaudithook(lambda e, a: e == 'cpython._PySys_ClearAuditHooks' and print('hook saw exit'))\nprint('main')", false},
+	{"gc callback", "import gc\ngc.callbacks.append(lambda p, i: p == 'start' and print('collect'))\nprint('main')", false},
+	{"inspect", "import os\nos.environ['PYTHONINSPECT'] = '1'\nprint('main')", false},
+	{"profile", "import sys\nsys.setprofile(lambda *a: None)\nprint('main')", false},
+}
+
+// TestForkServerFastExit runs each of exitCases plainly and through the
+// fork server and requires the same output, stderr and exit code. A fast
+// case must also end without the finalization's copies of the server's
+// pages: it takes fewer page faults than the same program with a
+// collector callback, which leaves its exit to the interpreter.
+func TestForkServerFastExit(t *testing.T) {
+	forked := newLocal(t, Options{Concurrency: 1})
+	plain := newLocal(t, Options{Concurrency: 1, NoFastPaths: true})
+	if using, why := forked.ForkServerState(); !using {
+		t.Skipf("no fork server here: %s", why)
+	}
+	in := "hi"
+	request := func(code string) *sandboxclient.Request {
+		return &sandboxclient.Request{Language: "python", Code: code, Stdin: &in, RunTimeout: 10, MemoryLimitMB: 1024}
+	}
+	// faults runs code through the fork server and returns its answer and
+	// the program's minor page faults.
+	faults := func(code string) (*sandboxclient.Response, int64) {
+		before := forked.Stats()
+		resp, err := forked.Run(context.Background(), request(code))
+		after := forked.Stats()
+		if err != nil || resp.RunResult == nil || after.ForkedRuns != before.ForkedRuns+1 {
+			t.Fatalf("forked: %s (%d forked runs)", respText(resp, err), after.ForkedRuns-before.ForkedRuns)
+		}
+		return resp, after.ForkedFaults - before.ForkedFaults
+	}
+	for _, c := range exitCases {
+		t.Run(c.name, func(t *testing.T) {
+			a, err := plain.Run(context.Background(), request(c.code))
+			if err != nil || a.RunResult == nil {
+				t.Fatalf("plain: %s", respText(a, err))
+			}
+			b, n := faults(c.code)
+			x, y := a.RunResult, b.RunResult
+			if a.Status != b.Status || x.Status != y.Status || x.Stdout != y.Stdout || x.Stderr != y.Stderr ||
+				(x.ReturnCode == nil) != (y.ReturnCode == nil) || (x.ReturnCode != nil && *x.ReturnCode != *y.ReturnCode) {
+				t.Errorf("plain %s\nforked %s", respText(a, nil), respText(b, nil))
+			}
+			if c.fast {
+				_, slow := faults("import gc\ngc.callbacks.append(lambda *a: None)\n" + c.code)
+				if n <= 0 || float64(n) > 0.8*float64(slow) {
+					t.Errorf("%d page faults, %d with its exit left to the interpreter: no fast exit", n, slow)
+				}
+			}
+		})
+	}
+}

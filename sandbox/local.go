@@ -94,6 +94,9 @@ type Stats struct {
 	Compiles         int64 // compilations actually performed
 	CompileCacheHits int64 // compilations answered from the cache
 	ForkedRuns       int64 // Python runs the fork server started
+	// ForkedFaults is the minor page faults of those runs' programs: most
+	// of a forked run's cost is pages it copies from the server.
+	ForkedFaults int64
 }
 
 // Local is a sandbox on this machine. It implements sandboxclient.Client and
@@ -125,6 +128,7 @@ type Local struct {
 	runSeq                      atomic.Int64
 	runs, compiles, compileHits atomic.Int64
 	forked                      atomic.Int64
+	forkedFaults                atomic.Int64
 	closeOnce                   sync.Once
 	closeErr                    error
 	warnOnce                    map[string]*sync.Once
@@ -257,7 +261,7 @@ func goCacheDir(tempDir string) string {
 
 // Stats returns the counters so far.
 func (l *Local) Stats() Stats {
-	return Stats{Runs: l.runs.Load(), Compiles: l.compiles.Load(), CompileCacheHits: l.compileHits.Load(), ForkedRuns: l.forked.Load()}
+	return Stats{Runs: l.runs.Load(), Compiles: l.compiles.Load(), CompileCacheHits: l.compileHits.Load(), ForkedRuns: l.forked.Load(), ForkedFaults: l.forkedFaults.Load()}
 }
 
 // Close removes the sandbox's directory with its cached builds.

@@ -58,6 +58,7 @@ const (
 	ReportExit    = 'R' // wait status, nanoseconds from start to exit, then name/content pairs
 	ReportError   = 'E' // the view could not be built: message
 	ReportNoStart = 'X' // the program could not be started: message
+	ReportFaults  = 'F' // (fork server, before ReportExit) the program's minor page faults
 )
 
 // Script builds the bytes of an init script.
