@@ -37,6 +37,19 @@ import (
 //go:embed forkserver.py
 var forkServerSource string
 
+// forkServerStart is the server's usercustomize.py. It notes the address
+// space a plain start has at this point before it compiles the server,
+// whose compilation grows the heap, and runs the server in its own
+// namespace, as the usercustomize module.
+const forkServerStart = `import os as _verl_os
+_verl_fd = _verl_os.open("/proc/self/statm", _verl_os.O_RDONLY)
+_verl_plain_vsize = int(_verl_os.read(_verl_fd, 64).split()[0]) * _verl_os.sysconf("SC_PAGE_SIZE")
+_verl_os.close(_verl_fd)
+with open(_verl_os.path.join(_verl_os.path.dirname(__file__), "verl_score_forkserver.py"), "rb") as _verl_f:
+    _verl_code = compile(_verl_f.read(), _verl_f.name, "exec")
+exec(_verl_code)
+`
+
 // opRlimits is the fork server's extra script record: the program's limits
 // in the kernel's units, in the order of Local.rlimits.
 const opRlimits = 'u'
@@ -158,7 +171,10 @@ func (l *Local) startForkServer(lim limits) (*forkServer, error) {
 		env:  l.env(viewRunDir, spec.env),
 		argv: spec.run(l, stepArgs{dir: viewRunDir}),
 	}
-	s.view.files = map[string][]byte{f.userSite + "/usercustomize.py": []byte(forkServerSource)}
+	s.view.files = map[string][]byte{
+		f.userSite + "/usercustomize.py":         []byte(forkServerStart),
+		f.userSite + "/verl_score_forkserver.py": []byte(forkServerSource),
+	}
 	var sc nsinit.Script
 	sc.Op(nsinit.OpKeepFds, "5")
 	script := append(l.view.script(&s, -1, l.wrap(s.argv, limits{stackMB: lim.stackMB}), 0), sc.Bytes()...)

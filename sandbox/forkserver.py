@@ -1,4 +1,5 @@
-# verl-score's Python fork server (see forkserver.go). The interpreter is
+# verl-score's Python fork server (see forkserver.go), run by its
+# usercustomize.py (forkServerStart there). The interpreter is
 # started exactly as a contained run starts it, `python3 /sandbox/solution.py`
 # with the run's environment, in the run's view, and this file is its user
 # site's usercustomize: the last thing a plain start does before it runs the
@@ -25,7 +26,9 @@ def _server():
 
     plain_modules = set(sys.modules)
     plain_importers = set(sys.path_importer_cache)
-    plain_vsize = statm_vsize()
+    # What a plain start has mapped: usercustomize.py measured it before
+    # it compiled this file, whose compilation grows the heap.
+    plain_vsize = _verl_plain_vsize
     user_site = os.path.dirname(os.path.abspath(__file__))
 
     import _io
@@ -203,7 +206,10 @@ def _server():
         for which, v in zip(RLIMITS, run["limits"]):
             if v > 0:
                 if which == resource.RLIMIT_AS:
-                    v += extra_vsize
+                    # What the server mapped and a plain start does not
+                    # (its imports, the heap it grew) is this process's
+                    # too: the limit allows for it, as it stands now.
+                    v += max(0, statm_vsize() - plain_vsize)
                 resource.setrlimit(which, (v, v))
         os.umask(0o022)
         os.setgroups([])
@@ -518,7 +524,41 @@ def _server():
     # left. The kill pipe's closing ends the run at once.
     ctl = _socket.socket(fileno=3)
     os.set_inheritable(3, False)
-    REAPER = [b"/bin/sleep", b"infinity"]
+
+    def tiny_reaper():
+        """A run's PID 1 needs only to wait. /bin/sleep does, but its start
+        (the dynamic loader, libc, about 57 page faults) costs five times
+        what this program's does: 129 bytes of x86-64 that call pause()
+        for ever, written to the server's own /tmp, which no run sees.
+        None where it cannot run here."""
+        if os.uname().machine != "x86_64":
+            return None
+        import struct
+        code = bytes([0xB8, 34, 0, 0, 0, 0x0F, 0x05, 0xEB, 0xF7])  # mov eax, SYS_pause; syscall; jmp back
+        base, headers = 0x400000, 64 + 56
+        size = headers + len(code)
+        elf = struct.pack("<4sBBBBB7sHHIQQQIHHHHHH", b"\x7fELF", 2, 1, 1, 0, 0, bytes(7),
+                          2, 0x3E, 1, base + headers, 64, 0, 0, 64, 56, 1, 0, 0, 0)
+        elf += struct.pack("<IIQQQQQQ", 1, 5, 0, base, base, size, size, 0x1000) + code
+        path = b"/tmp/.verl-score-reaper"
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC, 0o500)
+            try:
+                write_all(fd, elf)
+            finally:
+                os.close(fd)
+            # It must start and stay.
+            pid = os.posix_spawn(path, [path], {})
+            time.sleep(0.01)
+            alive = os.waitpid(pid, os.WNOHANG) == (0, 0)
+            if alive:
+                os.kill(pid, SIGKILL)
+                os.waitpid(pid, 0)
+            return [path] if alive else None
+        except OSError:
+            return None
+
+    REAPER = tiny_reaper() or [b"/bin/sleep", b"infinity"]
     own_pidns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
     poll = select.poll()
     poll.register(3, select.POLLIN)
@@ -588,22 +628,22 @@ def _server():
             if run["kill"] is not None:
                 unwatch(run["kill"])
 
-    # What the server imported is mapped in a program too and would not be
-    # in a plain start: its address-space limit allows for it.
-    # The fast exit's hooks, set once: every program inherits them.
-    # (weakly: the streams must die at exit as in a plain start, which
-    # flushes them a last time)
+    # The fast exit's hooks, set once: every program inherits them. (The
+    # streams weakly: they must die at exit as in a plain start, which
+    # flushes them a last time.)
     std_streams = (_weakref.ref(sys.stdout), _weakref.ref(sys.stderr))
     fast_exit_ok = sys.version_info >= (3, 11) and bool(RETURNS)
     if fast_exit_ok:
         sys.addaudithook(audit)
-    extra_vsize = max(0, statm_vsize() - plain_vsize)
     extra_modules = [name for name in sys.modules if name not in plain_modules]
     # What the server made stays alive, so that a program's exit does not
     # free it (copying its pages), and frozen, out of every collection's
     # way (see become_program).
     keep = [locals(), globals(), sys.modules[__name__]]
     keep.append(keep)
+    # Free heap at the top goes back to the system: a program's address-
+    # space allowance would count it and the program could use it too.
+    libc.malloc_trim(0)
     gc.freeze()
     while True:
         for fd, _ in poll.poll():
