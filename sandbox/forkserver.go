@@ -20,15 +20,20 @@ import (
 // (about 15 ms of start-up) on top of its namespaces and view. The fork
 // server is one interpreter started once, the way every run starts it:
 // `python3 /sandbox/solution.py` in a contained step's view, with the run's
-// environment, as root of that view. forkserver.py, its user site's
-// usercustomize, stops the start-up at its very end and forks for each run.
-// The fork takes new mount, PID, IPC, UTS and network namespaces, builds
-// the run's view from the same script an init would get, becomes the run's
-// PID 1, and forks the program: it takes the run's limits, user, directory
-// and pipes, drops what the server imported, and lets the interpreter
-// finish its start-up, which opens the run's /sandbox/solution.py and runs
-// it as __main__. What the program sees is what a plain start shows it;
-// the tests compare the two (TestForkServerLooksLikeAPlainStart).
+// environment, as root of that view. Its user site's usercustomize runs
+// forkserver.py, which stops the start-up at its very end, unmounts the
+// server's own space and forks for each run. Each run gets a PID 1 of its
+// own (a 129-byte program that pauses) in a new PID namespace, and the
+// program: a fork that takes new mount, IPC, UTS and network namespaces,
+// mounts the run's space from the same script an init would get, takes
+// the run's limits, user, directory and pipes, drops what the server
+// imported, and lets the interpreter finish its start-up, which opens the
+// run's /sandbox/solution.py and runs it as __main__. What the program
+// sees is what a plain start shows it; the tests compare the two
+// (TestForkServerLooksLikeAPlainStart, TestForkServerFastExit). A program
+// whose exit nothing can observe ends without the interpreter's
+// finalization, which would copy most of the pages it shares with the
+// server.
 //
 // It runs where the full containment does (root, the filesystem view);
 // elsewhere, with Options.NoFastPaths, or when it fails, runs start the
@@ -171,9 +176,14 @@ func (l *Local) startForkServer(lim limits) (*forkServer, error) {
 		env:  l.env(viewRunDir, spec.env),
 		argv: spec.run(l, stepArgs{dir: viewRunDir}),
 	}
+	// The server unmounts its own space (the mounts of this script) before
+	// it serves: runs mount theirs in its view.
+	var own nsinit.Script
+	l.view.runSpace(&own, &s, -1)
 	s.view.files = map[string][]byte{
 		f.userSite + "/usercustomize.py":         []byte(forkServerStart),
 		f.userSite + "/verl_score_forkserver.py": []byte(forkServerSource),
+		f.userSite + "/verl_score_space":         own.Bytes(),
 	}
 	var sc nsinit.Script
 	sc.Op(nsinit.OpKeepFds, "5")

@@ -1,16 +1,17 @@
-# verl-score's Python fork server (see forkserver.go), run by its
-# usercustomize.py (forkServerStart there). The interpreter is
+# verl-score's Python fork server (see forkserver.go). The interpreter is
 # started exactly as a contained run starts it, `python3 /sandbox/solution.py`
-# with the run's environment, in the run's view, and this file is its user
-# site's usercustomize: the last thing a plain start does before it runs the
-# main file. Here the server waits for runs. For each it forks the run's
-# PID 1, which takes the run's namespaces and its own space in the view, and
-# forks the program. The program takes the run's limits, user, directory and
-# pipes, puts back what a plain start has (modules, sys.path, import
-# caches), and then fails this import the way a missing usercustomize
-# fails, so the interpreter goes on as it would have: it opens
-# /sandbox/solution.py, now the run's file, and runs it as __main__ with
-# nothing of ours on the stack.
+# with the run's environment, in the run's view, and its user site's
+# usercustomize (forkServerStart in forkserver.go) runs this file: the last
+# thing a plain start does before it runs the main file. Here the server
+# unmounts its own space and waits for runs. For each it spawns the run's
+# PID 1 in a new PID namespace and forks the program, which takes the run's
+# other namespaces and mounts its own space in the view. The program takes
+# the run's limits, user, directory and pipes, puts back what a plain start
+# has (modules, sys.path, import caches), and then fails the usercustomize
+# import the way a missing one fails, so the interpreter goes on as it
+# would have: it opens /sandbox/solution.py, now the run's file, and runs it
+# as __main__ with nothing of ours on the stack. Its exit is the
+# interpreter's, or where nothing can tell, fast_exit's.
 
 
 def _server():
@@ -152,15 +153,18 @@ def _server():
             mf |= MS_RDONLY
         mount(b"", dst, None, MS_BIND | MS_REMOUNT | mf, None)
 
-    def build_space(ops):
-        """Replaces the server's own space with the run's; returns what
-        the run needs."""
-        run = {"proc": None, "limits": None}
-        # The server's space goes first, so that the mount table is the
-        # one a plain start's init builds.
+    def detach_space(ops):
+        """Unmounts the mounts of a run's space (the server's own, once),
+        last first: a run's view is then the server's with the run's own
+        space mounted, in the order a plain start's init mounts it."""
         for op, a in reversed(ops):
             if op in "sp" or (op == "b" and int(a[2]) & BIND_IN_VIEW):
                 check(libc.umount2(a[1] if op == "b" else a[0], MNT_DETACH), "unmount the server's " + os.fsdecode(a[0]))
+
+    def build_space(ops):
+        """Builds the run's space in the server's view, which has none of
+        its own (detach_space); returns what the run needs."""
+        run = {"proc": None, "limits": None}
         for op, a in ops:
             if op == "s":
                 mount(b"tmpfs", a[0], b"tmpfs", MS_NOSUID | MS_NODEV, b"size=" + a[1] + b"m,mode=0755")
@@ -283,6 +287,7 @@ def _server():
     except ValueError as e:
         TRACEBACK = type(e.__traceback__)
     audit_hooks = []  # set once a program adds an audit hook
+    pending_profile = [None]  # watch_main's profile function, until the main file runs
 
     # The callbacks by which the standard library's weak collections drop
     # an entry whose referent died: they run no code of the program's.
@@ -365,6 +370,7 @@ def _server():
     def fast_exit(watch):
         frame, profile = watch
         watch[:] = None, None  # nothing of the program stays alive through us
+        pending_profile[0] = None
         if profile is not None and sys.getprofile() is profile:
             sys.setprofile(None)  # the main module never started
         if frame is None or _thread.get_ident() != main_thread:
@@ -400,6 +406,11 @@ def _server():
     def audit(event, args):
         if event == "sys.addaudithook" and not audit_hooks:
             audit_hooks.append(True)  # the program's hooks may see the finalization
+        elif event == "cpython.run_file" and pending_profile[0] is not None:
+            # The interpreter turns to the main file: from here to its
+            # frame's first instruction it runs no Python code.
+            profile, pending_profile[0] = pending_profile[0], None
+            sys.setprofile(profile)
 
     def watch_main(main):
         """Registers fast_exit, the program's first exit function, with
@@ -417,7 +428,7 @@ def _server():
 
         watch[1] = profile
         atexit.register(fast_exit, watch)
-        sys.setprofile(profile)
+        pending_profile[0] = profile  # set by audit as the main file's run starts
 
     def close_all_but(keep):
         lo = 3
@@ -450,7 +461,7 @@ def _server():
     def loopback_used(netns):
         check(libc.setns(netns, NEWNET), "enter a network namespace")
         try:
-            with open("/proc/thread-self/net/dev", "rb") as f:
+            with open(os.open("thread-self/net/dev", os.O_RDONLY | os.O_CLOEXEC, dir_fd=proc), "rb") as f:
                 for line in f:
                     name, _, counters = line.partition(b":")
                     if name.strip() == b"lo":
@@ -481,7 +492,7 @@ def _server():
         try:
             if os.read(ready_r, 1) != b"y":
                 raise OSError(1, "could not make a network namespace")
-            return os.open("/proc/%d/ns/net" % pid, os.O_RDONLY | os.O_CLOEXEC)
+            return os.open("%d/ns/net" % pid, os.O_RDONLY | os.O_CLOEXEC, dir_fd=proc)
         finally:
             os.close(ready_r)
             os.close(hold_w)
@@ -529,7 +540,7 @@ def _server():
         """A run's PID 1 needs only to wait. /bin/sleep does, but its start
         (the dynamic loader, libc, about 57 page faults) costs five times
         what this program's does: 129 bytes of x86-64 that call pause()
-        for ever, written to the server's own /tmp, which no run sees.
+        for ever, written to the server's own directory, which no run sees.
         None where it cannot run here."""
         if os.uname().machine != "x86_64":
             return None
@@ -540,7 +551,7 @@ def _server():
         elf = struct.pack("<4sBBBBB7sHHIQQQIHHHHHH", b"\x7fELF", 2, 1, 1, 0, 0, bytes(7),
                           2, 0x3E, 1, base + headers, 64, 0, 0, 64, 56, 1, 0, 0, 0)
         elf += struct.pack("<IIQQQQQQ", 1, 5, 0, base, base, size, size, 0x1000) + code
-        path = b"/tmp/.verl-score-reaper"
+        path = b"./.verl-score-reaper"  # in the server's own directory, which outlives its unmount
         try:
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC, 0o500)
             try:
@@ -560,6 +571,12 @@ def _server():
 
     REAPER = tiny_reaper() or [b"/bin/sleep", b"infinity"]
     own_pidns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+    # The server's own space goes now, once: a run then only mounts its
+    # own (unmounting costs a wait for the kernel's RCU grace period, each
+    # time). The server keeps its /proc as a directory fd.
+    proc = os.open("/proc", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    with open(os.path.join(user_site, "verl_score_space"), "rb") as f:
+        detach_space(records(f.read()))
     poll = select.poll()
     poll.register(3, select.POLLIN)
     watched = {}  # fd -> (run, what)
