@@ -323,7 +323,7 @@ var languagePackages = map[string]string{
 	"java": "default-jdk-headless", "bash": "bash", "rust": "rustc", "sql": "nothing: SandboxFusion has no runner for it and answers SandboxError, as this sandbox does",
 	"perl": "perl (and libtest-deep-perl, libdata-compare-perl for MultiPL-E's tests)",
 	"php":  "php-cli", "ruby": "ruby", "lua": "lua5.4", "R": "r-base-core", "typescript": "tsx (npm install -g tsx)",
-	"csharp": "dotnet (not in Debian 12; its mono-mcs is another compiler, without the top-level statements and implicit usings of dotnet's console template)", "scala": "scala", "kotlin_script": "kotlin", "racket": "racket",
+	"csharp": "dotnet (not in Debian 12, npm or the Go proxy; Debian's mono-mcs stops at C# 7, without string? or top-level statements, and mono prints 0.1+0.2 as 0.3 where dotnet prints 0.30000000000000004: a runner on it would change verl's verdicts)", "scala": "scala", "kotlin_script": "kotlin", "racket": "racket",
 	"D_ut": "ldc (its ldmd2 stands in for dmd, which Debian lacks)", "verilog": "iverilog", "pytest": "python3-pytest",
 	"junit": "junit5 (and default-jdk-headless)", "jest": "npm and the sandbox's Node.js runtime (sandbox/noderuntime/install.sh)", "julia": "julia (not in Debian 12)", "cuda": "nvcc and a GPU",
 	"python_gpu": "a GPU Python runtime", "lean": "lean (not in Debian 12)", "swift": "swift (not in Debian 12)",
