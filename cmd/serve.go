@@ -130,7 +130,7 @@ Point verl at it with:
 	f.StringVar(&maxBody, "max-body", "32MiB", "largest request body accepted (bytes, or with a KiB/MiB/GiB suffix); larger gets 413")
 	f.DurationVar(&opts.ShutdownTimeout, "shutdown-timeout", sandbox.DefaultShutdownTimeout, "how long a shutdown waits for runs in progress")
 	f.StringVar(&logLevel, "log-level", "info", "info, or debug for one line per request")
-	f.BoolVar(&opts.FastPaths, "fast-paths", true, "fork Python runs from a pre-started interpreter and compile C++ against a precompiled bits/stdc++.h (same answers; false: plain starts and compiles)")
+	f.BoolVar(&opts.FastPaths, "fast-paths", true, "fork Python runs from a pre-started interpreter, compile C++ against a precompiled bits/stdc++.h and start javac from a class-data archive (same answers; false: plain starts and compiles)")
 	f.StringVar(&isolation, "isolation", "auto", "auto: every protection the host allows (see verl-score doctor); basic: per-run user and no network, but the host's files visible; none: resource limits only")
 	return c
 }

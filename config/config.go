@@ -108,7 +108,7 @@ func Settings() []Setting {
 		{Key: "retry_sandbox_errors", Flag: "retry-sandbox-errors", Default: 1, Usage: "attempts in all for a SandboxError answer (1 = no retry, as verl)"},
 		{Key: "local_concurrency", Flag: "local-concurrency", Default: runtime.NumCPU(), Usage: "programs run at once by the embedded sandbox"},
 		{Key: "isolation", Flag: "isolation", Default: "auto", Usage: "embedded sandbox isolation: auto (all the kernel allows), basic (no filesystem view, PID or IPC namespace per run) or none"},
-		{Key: "fast_paths", Flag: "fast-paths", Default: true, Usage: "embedded sandbox: fork Python runs from a pre-started interpreter and compile C++ against a precompiled bits/stdc++.h (same verdicts; false starts and compiles each plainly)"},
+		{Key: "fast_paths", Flag: "fast-paths", Default: true, Usage: "embedded sandbox: fork Python runs from a pre-started interpreter, compile C++ against a precompiled bits/stdc++.h and start javac from a class-data archive (same verdicts; false starts and compiles each plainly)"},
 	}
 }
 

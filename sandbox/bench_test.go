@@ -331,3 +331,40 @@ func procComm(pid int) string {
 	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
 	return strings.TrimSpace(string(b))
 }
+
+// BenchmarkJavacArchive compiles a typical Java solution with javac's
+// class-data archive and without, interleaved, and reports both times and
+// their ratio.
+func BenchmarkJavacArchive(b *testing.B) {
+	fast := newLocal(b, Options{})
+	plain := newLocal(b, Options{NoFastPaths: true})
+	if fast.tools["javac"] == "" {
+		b.Skip("javac not installed")
+	}
+	fast.waitJavacArchive(context.Background())
+	if using, why := fast.JavacArchiveState(); !using {
+		b.Skipf("no javac archive: %s", why)
+	}
+	in := "3\n4 1 7\n"
+	var fastT, plainT time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		code := javacArchiveSample + "// " + decimal(i) + "\n" // a new source each time: compiled, not cached
+		for _, l := range []*Local{fast, plain} {
+			start := time.Now()
+			resp, err := l.Run(context.Background(), &sandboxclient.Request{Language: "java", Code: code, Stdin: &in, CompileTimeout: 60, RunTimeout: 10, MemoryLimitMB: 1024})
+			if err != nil || resp.RunResult == nil || resp.Status != sandboxclient.StatusSuccess {
+				b.Fatalf("got %s", respText(resp, err))
+			}
+			if l == fast {
+				fastT += time.Since(start)
+			} else {
+				plainT += time.Since(start)
+			}
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(plainT.Milliseconds())/float64(b.N), "ms/case-plain")
+	b.ReportMetric(float64(fastT.Milliseconds())/float64(b.N), "ms/case-archive")
+	b.ReportMetric(plainT.Seconds()/fastT.Seconds(), "speedup")
+}

@@ -275,9 +275,9 @@ func Identity(isolation string) string {
 }
 
 // FastPaths reports which fast path each language takes here, for
-// `verl-score doctor`: it starts a sandbox and runs a Python program and a
-// C++ compile through it (which builds the precompiled header the first
-// time on a machine).
+// `verl-score doctor`: it starts a sandbox and runs a Python program
+// through it, and waits for the precompiled C++ header and javac's archive
+// (built the first time on a machine).
 func FastPaths() []Protection {
 	l, err := New(Options{Warn: io.Discard, Concurrency: 1})
 	if err != nil {
@@ -302,6 +302,11 @@ func FastPaths() []Protection {
 		l.waitPCH(ctx)
 		using, detail := l.PCHState()
 		out = append(out, Protection{Name: "cpp: precompiled header", Available: using, Detail: detail})
+	}
+	if l.tools["javac"] != "" {
+		l.waitJavacArchive(ctx)
+		using, detail := l.JavacArchiveState()
+		out = append(out, Protection{Name: "java: javac class-data archive", Available: using, Detail: detail})
 	}
 	return out
 }

@@ -332,8 +332,8 @@ var languages = map[string]*langSpec{
 		source:      "Main.java",
 		heapLimited: true,
 		compile: func(l *Local, a stepArgs) []string {
-			return []string{l.tools["javac"], "-J-Xmx512m", "-J-XX:+UseSerialGC", "-J-XX:-UsePerfData",
-				"-encoding", "UTF-8", "-cp", javaClassPath(".", a.files), "Main.java"}
+			return append(append([]string{l.tools["javac"]}, javacJVMFlags...),
+				"-encoding", "UTF-8", "-cp", javaClassPath(".", a.files), "Main.java")
 		},
 		run: func(l *Local, a stepArgs) []string {
 			argv := []string{l.tools["java"]}

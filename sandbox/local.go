@@ -83,8 +83,9 @@ type Options struct {
 	Warn           io.Writer     // where the one-time notes about missing protections go; default os.Stderr
 	// NoFastPaths turns off what makes runs faster without changing their
 	// results: Python runs forked from a pre-started interpreter
-	// (forkserver.go) and C++ compiled against a precompiled
-	// bits/stdc++.h (pch.go). Every run then starts and compiles plainly.
+	// (forkserver.go), C++ compiled against a precompiled bits/stdc++.h
+	// (pch.go) and javac started from a class-data archive (javacds.go).
+	// Every run then starts and compiles plainly.
 	NoFastPaths bool
 }
 
@@ -123,7 +124,8 @@ type Local struct {
 
 	view                        *view // what contained steps see
 	forks                       forkServers
-	pch                         pchState
+	pch                         builtOnce // the precompiled C++ header (pch.go)
+	jsa                         builtOnce // javac's class-data archive (javacds.go)
 	goMods                      goModules
 	runSeq                      atomic.Int64
 	runs, compiles, compileHits atomic.Int64
@@ -495,6 +497,15 @@ func (l *Local) doCompile(ctx context.Context, spec *langSpec, req *sandboxclien
 				inc = pchViewDir
 			}
 			st.argv = append([]string{st.argv[0], "-I" + inc}, st.argv[1:]...)
+		}
+	}
+	if spec == languages["java"] {
+		if dir := l.javacArchive(); dir != "" {
+			if l.iso.contained {
+				st.view.binds = append(st.view.binds, viewBind{source: dir, target: javacArchiveViewDir})
+				dir = javacArchiveViewDir
+			}
+			st.argv = append([]string{st.argv[0], "-J-XX:SharedArchiveFile=" + filepath.Join(dir, javacArchiveName)}, st.argv[1:]...)
 		}
 	}
 	st.env = l.env(st.dir, spec.env)

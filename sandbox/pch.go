@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -28,56 +27,29 @@ const pchViewDir = "/pch"
 // cppFlags are the options of the C++ compile that the .gch must share.
 var cppFlags = []string{"-std=c++17", "-O2"}
 
-type pchState struct {
-	once   sync.Once
-	mu     sync.Mutex
-	dir    string // holds bits/stdc++.h and bits/stdc++.h.gch, once built
-	detail string // what doctor says of it
-	done   chan struct{}
-}
-
 // cppPCH returns the include directory with the precompiled header, or ""
 // while it is being built (in the background, on first use) or where it
 // cannot be.
 func (l *Local) cppPCH() string {
-	p := &l.pch
 	if l.opts.NoFastPaths || l.tools["g++"] == "" {
 		return ""
 	}
-	p.once.Do(func() {
-		p.done = make(chan struct{})
-		p.detail = "being built"
-		go func() {
-			defer close(p.done)
-			dir, err := buildPCH(l.tools["g++"], pchCacheDir(l.opts.TempDir))
-			p.mu.Lock()
-			defer p.mu.Unlock()
-			if err != nil {
-				p.detail = "plain compiles: " + err.Error()
-				return
-			}
-			if !l.iso.contained && l.iso.perRunUser && !reachableByOthers(filepath.Join(dir, "bits", "stdc++.h.gch")) {
-				p.detail = "plain compiles: " + dir + " is not reachable by the per-run users without the filesystem view"
-				return
-			}
-			p.dir, p.detail = dir, "precompiled bits/stdc++.h in "+dir
-		}()
+	return l.pch.get(func() (string, string, error) {
+		dir, err := buildPCH(l.tools["g++"], pchCacheDir(l.opts.TempDir))
+		if err != nil {
+			return "", "", fmt.Errorf("plain compiles: %v", err)
+		}
+		if !l.iso.contained && l.iso.perRunUser && !reachableByOthers(filepath.Join(dir, "bits", "stdc++.h.gch")) {
+			return "", "", fmt.Errorf("plain compiles: %s is not reachable by the per-run users without the filesystem view", dir)
+		}
+		return dir, "precompiled bits/stdc++.h in " + dir, nil
 	})
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.dir
 }
 
 // waitPCH waits until the precompiled header is built or has failed.
 func (l *Local) waitPCH(ctx context.Context) {
 	l.cppPCH()
-	if l.pch.done == nil {
-		return
-	}
-	select {
-	case <-l.pch.done:
-	case <-ctx.Done():
-	}
+	l.pch.wait(ctx)
 }
 
 // PCHState says how C++ compiles here: with the precompiled header, or why
@@ -89,9 +61,7 @@ func (l *Local) PCHState() (using bool, detail string) {
 	case l.tools["g++"] == "":
 		return false, "no g++"
 	}
-	l.pch.mu.Lock()
-	defer l.pch.mu.Unlock()
-	return l.pch.dir != "", l.pch.detail
+	return l.pch.state()
 }
 
 // pchCacheDir is the parent of the precompiled headers, beside the Go

@@ -1,0 +1,62 @@
+package sandbox
+
+import (
+	"context"
+	"sync"
+)
+
+// builtOnce is a file a fast path needs, built once per machine in the
+// background on first use (the runs meanwhile take the plain way) and
+// kept in a cache directory: the precompiled C++ header, javac's
+// class-data archive.
+type builtOnce struct {
+	once   sync.Once
+	mu     sync.Mutex
+	dir    string // where it is, once built
+	detail string // what doctor says of it
+	done   chan struct{}
+}
+
+// get returns the directory build made, or "" while build runs or where it
+// failed. build returns the directory and doctor's description of it.
+func (b *builtOnce) get(build func() (dir, detail string, err error)) string {
+	b.once.Do(func() {
+		b.done = make(chan struct{})
+		b.detail = "being built"
+		go func() {
+			defer close(b.done)
+			dir, detail, err := build()
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			if err != nil {
+				b.detail = err.Error()
+				return
+			}
+			b.dir, b.detail = dir, detail
+		}()
+	})
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.dir
+}
+
+// wait waits until a build that get started has ended.
+func (b *builtOnce) wait(ctx context.Context) {
+	b.mu.Lock()
+	done := b.done
+	b.mu.Unlock()
+	if done == nil {
+		return
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+// state says whether it is in use, and doctor's detail.
+func (b *builtOnce) state() (bool, string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.dir != "", b.detail
+}
