@@ -345,7 +345,7 @@ func BenchmarkJavacArchive(b *testing.B) {
 	if using, why := fast.JavacArchiveState(); !using {
 		b.Skipf("no javac archive: %s", why)
 	}
-	in := "3\n4 1 7\n"
+	in := "3 4 1 7\n"
 	var fastT, plainT time.Duration
 	b.ResetTimer()
 	for i := range b.N {

@@ -33,7 +33,7 @@ func TestJavacArchiveSameResults(t *testing.T) {
 	if using, _ := plain.JavacArchiveState(); using {
 		t.Errorf("a sandbox without fast paths uses the archive")
 	}
-	in := "3\n4 1 7\n"
+	in := "3 4 1 7\n"
 	programs := map[string]string{
 		"sample":  javacArchiveSample,
 		"scanner": "import java.util.*;\npublic class Main { public static void main(String[] a) { Scanner s = new Scanner(System.in); int n = s.nextInt(); long t = 0; for (int i = 0; i < n; i++) t += s.nextLong(); System.out.println(t); } }\n",
@@ -61,6 +61,10 @@ func TestJavacArchiveSameResults(t *testing.T) {
 				t.Errorf("runs differ:\nplain %s\nfast %s", respText(a, nil), respText(b, nil))
 			}
 			switch name {
+			case "sample":
+				if b.RunResult == nil || b.RunResult.Stdout != "1 4 7 14 Pair[a=1, b=1] zero 3\n" {
+					t.Errorf("got %s", respText(b, nil))
+				}
 			case "scanner":
 				if b.RunResult == nil || b.RunResult.Stdout != "12\n" {
 					t.Errorf("got %s", respText(b, nil))
