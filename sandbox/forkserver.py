@@ -373,10 +373,18 @@ def _server():
         pending_profile[0] = None
         if profile is not None and sys.getprofile() is profile:
             sys.setprofile(None)  # the main module never started
-        if frame is None or _thread.get_ident() != main_thread:
+        if frame is None:
             return
         try:
-            sys._getframe(1)
+            try_fast_exit(frame, watch)
+        except BaseException:
+            pass  # out of memory, a recursion limit the program set: the interpreter's exit
+
+    def try_fast_exit(frame, watch):
+        if _thread.get_ident() != main_thread:
+            return
+        try:
+            sys._getframe(2)  # fast_exit's caller
             return  # called by the program (atexit._run_exitfuncs), not at exit
         except ValueError:
             pass

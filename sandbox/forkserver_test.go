@@ -239,6 +239,7 @@ var exitCases = []struct {
 	{"gc callback", "import gc\ngc.callbacks.append(lambda p, i: p == 'start' and print('collect'))\nprint('main')", false},
 	{"inspect", "import os\nos.environ['PYTHONINSPECT'] = '1'\nprint('main')", false},
 	{"profile", "import sys\nsys.setprofile(lambda *a: None)\nprint('main')", false},
+	{"low recursion limit", "import sys\nprint('main')\nsys.setrecursionlimit(3)", false},
 }
 
 // TestForkServerFastExit runs each of exitCases plainly and through the
