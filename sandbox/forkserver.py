@@ -289,14 +289,20 @@ def _server():
     audit_hooks = []  # set once a program adds an audit hook
     pending_profile = [None]  # watch_main's profile function, until the main file runs
 
-    # The callbacks by which the standard library's weak collections drop
-    # an entry whose referent died: they run no code of the program's.
+    # The callbacks by which the standard library's weak collections (and
+    # the registries of abstract base classes) drop an entry whose
+    # referent died: they run no code of the program's.
     QUIET_CALLBACKS = {("_weakrefset.py", "WeakSet.__init__.<locals>._remove"),
                        ("weakref.py", "WeakValueDictionary.__init__.<locals>.remove"),
                        ("weakref.py", "WeakKeyDictionary.__init__.<locals>.remove")}
     stdlib_dir = os.path.dirname(os.__file__)
+    BUILTIN_METHOD = type(len)
 
     def quiet_callback(f):
+        if type(f) is BUILTIN_METHOD:
+            # _abc's: it drops a dead class from an ABC's registry, a set
+            # it holds through the weak reference that is its self.
+            return f.__name__ == "_destroy" and type(f.__self__) is weak_refs
         if type(f) is not type(quiet_callback):
             return False
         code = f.__code__

@@ -212,6 +212,10 @@ var exitCases = []struct {
 	{"fork", "import os\nif os.fork() == 0:\n    print('child')\nelse:\n    os.wait()\n    print('parent')", true},
 	{"C stdio", "import ctypes\nctypes.CDLL(None).printf(b'from C\\n')\nprint('from Python')", true},
 	{"stdout closed", "import sys\nprint('a')\nsys.stdout.close()", true},
+	// The modules the fn_name driver imports leave weak references with
+	// callbacks (abc's registries, weak sets) that run nothing of the
+	// program's.
+	{"driver's modules", "from typing import *\nimport string, re, datetime, collections, heapq, bisect, copy, math, random, statistics, itertools, functools, operator, io, sys, json\nprint(input())", true},
 	// fast_exit must not run the program's code: neither a metaclass's
 	// __hash__ nor an exception's __getattribute__.
 	{"metaclass hash", "class M(type):\n    def __hash__(cls):\n        print('hash')\n        return 1\nclass C(metaclass=M):\n    pass\nc = C()\nprint('main')", true},
@@ -282,7 +286,10 @@ func TestForkServerFastExit(t *testing.T) {
 			}
 			if c.fast {
 				_, slow := faults("import gc\ngc.callbacks.append(lambda *a: None)\n" + c.code)
-				if n <= 0 || float64(n) > 0.8*float64(slow) {
+				// A finalization copies a few hundred of the server's pages
+				// (about 450 for a trivial program, 250 after the driver's
+				// imports); the counts vary by a few from run to run.
+				if n <= 0 || n > slow-100 {
 					t.Errorf("%d page faults, %d with its exit left to the interpreter: no fast exit", n, slow)
 				}
 			}
