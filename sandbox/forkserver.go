@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -59,23 +60,35 @@ exec(_verl_code)
 // in the kernel's units, in the order of Local.rlimits.
 const opRlimits = 'u'
 
-// forkServer is one running server; a Local has one per stack limit,
-// since the stack limit at exec shapes the address space.
+// forkServer is one running server. A Local has forkSlots of them per
+// stack limit, since the stack limit at exec shapes the address space: a
+// server handles one event at a time (a fork, a program's end), so with
+// one the runs of several cores queue behind each other's.
 type forkServer struct {
-	ctl    int      // our end of the SOCK_SEQPACKET control socket
-	env    []string // the environment it started with, and its runs get
-	pgid   int
-	dead   atomic.Bool
-	exited chan struct{}
-	stderr *cappedBuffer
+	ctl      int      // our end of the SOCK_SEQPACKET control socket
+	env      []string // the environment it started with, and its runs get
+	pgid     int
+	dead     atomic.Bool
+	inFlight atomic.Int32 // runs started and not yet ended
+	exited   chan struct{}
+	stderr   *cappedBuffer
+}
+
+// forkKey names a server: its stack limit and its slot.
+type forkKey struct{ stackMB, slot int }
+
+// forkSlots is how many servers a Local runs per stack limit: one per
+// core it runs programs on, up to 4.
+func (l *Local) forkSlots() int {
+	return max(1, min(l.opts.Concurrency, runtime.NumCPU(), 4))
 }
 
 // forkServers is the Local's set of servers.
 type forkServers struct {
 	mu       sync.Mutex
-	servers  map[int]*forkServer // by stack MiB
-	failed   string              // why the server could not be used; "" if it could
-	lost     int                 // runs it failed to start and servers that died
+	servers  map[forkKey]*forkServer
+	failed   string // why the server could not be used; "" if it could
+	lost     int    // runs it failed to start and servers that died
 	userSite string
 }
 
@@ -114,13 +127,30 @@ func (l *Local) forkServer(lim limits) *forkServer {
 	if l.forkServerOff() != "" {
 		return nil
 	}
-	if fs := f.servers[lim.stackMB]; fs != nil {
+	// The slot with the fewest runs in flight; a slot without a server
+	// gets one when the others are busy.
+	var key, empty forkKey
+	best, hasEmpty := int32(-1), false
+	for slot := range l.forkSlots() {
+		k := forkKey{lim.stackMB, slot}
+		if fs := f.servers[k]; fs != nil && !fs.dead.Load() {
+			if n := fs.inFlight.Load(); best < 0 || n < best {
+				key, best = k, n
+			}
+		} else if !hasEmpty {
+			empty, hasEmpty = k, true
+		}
+	}
+	if best != 0 && hasEmpty {
+		key = empty
+	}
+	if fs := f.servers[key]; fs != nil {
 		if !fs.dead.Load() {
 			return fs
 		}
-		delete(f.servers, lim.stackMB)
+		delete(f.servers, key)
 		why := "the Python fork server ended (" + strings.TrimSpace(fs.stderr.String("")) + ")"
-		if f.lost++; f.lost >= maxForkLost {
+		if f.lost++; f.lost >= maxForkLost*l.forkSlots() {
 			f.failed = why
 			l.warn("forkserver", "Python runs start the plain way from now on: "+why)
 			return nil
@@ -134,15 +164,15 @@ func (l *Local) forkServer(lim limits) *forkServer {
 		return nil
 	}
 	if f.servers == nil {
-		f.servers = map[int]*forkServer{}
+		f.servers = map[forkKey]*forkServer{}
 	}
-	f.servers[lim.stackMB] = fs
+	f.servers[key] = fs
 	return fs
 }
 
 // maxForkLost is how many failures (runs the server could not start,
-// servers that died) a Local takes before it starts Python runs plainly
-// for good.
+// servers that died) a Local takes per server slot before it starts
+// Python runs plainly for good.
 const maxForkLost = 3
 
 // forkFailed counts a run the server could not start.
@@ -150,7 +180,7 @@ func (l *Local) forkFailed(why string) {
 	f := &l.forks
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.lost++; f.lost >= maxForkLost && f.failed == "" {
+	if f.lost++; f.lost >= maxForkLost*l.forkSlots() && f.failed == "" {
 		f.failed = "the fork server could not start runs: " + why
 		l.warn("forkserver", "Python runs start the plain way from now on: "+f.failed)
 	}
@@ -263,12 +293,15 @@ func (fs *forkServer) start(s *stepSpec, script []byte, stdin, stdout, stderr *o
 		killW.Close()
 		return nil, errForkLost
 	}
+	rep := newInitReport(repR)
+	rep.started(true)
+	fs.inFlight.Add(1)
 	go func() {
 		scriptW.Write(script)
 		scriptW.Close()
+		<-rep.eof
+		fs.inFlight.Add(-1)
 	}()
-	rep := newInitReport(repR)
-	rep.started(true)
 	var once sync.Once
 	return &stepProc{done: rep.eof, report: rep, forked: true, kill: func() { once.Do(func() { killW.Close() }) }}, nil
 }
