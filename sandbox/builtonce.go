@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"sync"
 )
 
@@ -59,4 +61,36 @@ func (b *builtOnce) state() (bool, string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.dir != "", b.detail
+}
+
+// buildInCache returns cache/name, building it first where want is not in
+// it yet: build fills a fresh temporary directory, which is then renamed
+// into place, so that no process sees half a build. Several processes may
+// build at once; the first rename wins.
+func buildInCache(cache, name, want string, build func(tmp string) error) (string, error) {
+	dir := filepath.Join(cache, name)
+	if _, err := os.Stat(filepath.Join(dir, want)); err == nil {
+		return dir, nil
+	}
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp(cache, ".build-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return "", err
+	}
+	if err := build(tmp); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		if _, serr := os.Stat(filepath.Join(dir, want)); serr == nil {
+			return dir, nil // another process built it first
+		}
+		return "", err
+	}
+	return dir, nil
 }

@@ -134,51 +134,28 @@ func buildJavacArchive(javac, cache string) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%d\x00%s\x00%s", javac, real, fi.ModTime(), fi.Size(), version, strings.Join(javacJVMFlags, " "))
 	h.Write([]byte(javacArchiveSample))
-	dir := filepath.Join(cache, hex.EncodeToString(h.Sum(nil))[:20])
-	if _, err := os.Stat(filepath.Join(dir, javacArchiveName)); err == nil {
-		return dir, nil
-	}
-	if err := os.MkdirAll(cache, 0o755); err != nil {
-		return "", err
-	}
-	tmp, err := os.MkdirTemp(cache, ".build-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(tmp)
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return "", err
-	}
-	src := filepath.Join(tmp, "src")
-	if err := os.Mkdir(src, 0o755); err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(filepath.Join(src, "Main.java"), []byte(javacArchiveSample), 0o644); err != nil {
-		return "", err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	archive := filepath.Join(tmp, javacArchiveName)
-	args := append(append([]string{"-J-XX:ArchiveClassesAtExit=" + archive}, javacJVMFlags...), "-encoding", "UTF-8", "-d", src, filepath.Join(src, "Main.java"))
-	c := exec.CommandContext(ctx, javac, args...)
-	out, err := c.CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("dump javac's archive: %v: %s", err, strings.TrimSpace(string(out)))
-	}
-	if fi, err := os.Stat(archive); err != nil || fi.Size() == 0 {
-		return "", fmt.Errorf("javac dumped no archive: %s", strings.TrimSpace(string(out)))
-	}
-	if err := os.Chmod(archive, 0o644); err != nil {
-		return "", err
-	}
-	if err := os.RemoveAll(src); err != nil {
-		return "", err
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		if _, serr := os.Stat(filepath.Join(dir, javacArchiveName)); serr == nil {
-			return dir, nil // another process built it first
+	return buildInCache(cache, hex.EncodeToString(h.Sum(nil))[:20], javacArchiveName, func(tmp string) error {
+		src := filepath.Join(tmp, "src")
+		if err := os.Mkdir(src, 0o755); err != nil {
+			return err
 		}
-		return "", err
-	}
-	return dir, nil
+		if err := os.WriteFile(filepath.Join(src, "Main.java"), []byte(javacArchiveSample), 0o644); err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		archive := filepath.Join(tmp, javacArchiveName)
+		args := append(append([]string{"-J-XX:ArchiveClassesAtExit=" + archive}, javacJVMFlags...), "-encoding", "UTF-8", "-d", src, filepath.Join(src, "Main.java"))
+		out, err := exec.CommandContext(ctx, javac, args...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("dump javac's archive: %v: %s", err, strings.TrimSpace(string(out)))
+		}
+		if fi, err := os.Stat(archive); err != nil || fi.Size() == 0 {
+			return fmt.Errorf("javac dumped no archive: %s", strings.TrimSpace(string(out)))
+		}
+		if err := os.Chmod(archive, 0o644); err != nil {
+			return err
+		}
+		return os.RemoveAll(src)
+	})
 }

@@ -101,42 +101,20 @@ func buildPCH(gxx, cache string) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00", gxx, version, strings.Join(cppFlags, " "), header)
 	h.Write(text)
-	dir := filepath.Join(cache, hex.EncodeToString(h.Sum(nil))[:20])
-	if _, err := os.Stat(filepath.Join(dir, "bits", "stdc++.h.gch")); err == nil {
-		return dir, nil
-	}
-	if err := os.MkdirAll(cache, 0o755); err != nil {
-		return "", err
-	}
-	tmp, err := os.MkdirTemp(cache, ".build-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(tmp)
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return "", err
-	}
-	bits := filepath.Join(tmp, "bits")
-	if err := os.Mkdir(bits, 0o755); err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(filepath.Join(bits, "stdc++.h"), text, 0o644); err != nil {
-		return "", err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	args := append(append([]string{}, cppFlags...), "-x", "c++-header", filepath.Join(bits, "stdc++.h"), "-o", filepath.Join(bits, "stdc++.h.gch"))
-	if out, err := exec.CommandContext(ctx, gxx, args...).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("precompile %s: %v: %s", header, err, strings.TrimSpace(string(out)))
-	}
-	if err := os.Chmod(filepath.Join(bits, "stdc++.h.gch"), 0o644); err != nil {
-		return "", err
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		if _, serr := os.Stat(filepath.Join(dir, "bits", "stdc++.h.gch")); serr == nil {
-			return dir, nil // another process built it first
+	return buildInCache(cache, hex.EncodeToString(h.Sum(nil))[:20], filepath.Join("bits", "stdc++.h.gch"), func(tmp string) error {
+		bits := filepath.Join(tmp, "bits")
+		if err := os.Mkdir(bits, 0o755); err != nil {
+			return err
 		}
-		return "", err
-	}
-	return dir, nil
+		if err := os.WriteFile(filepath.Join(bits, "stdc++.h"), text, 0o644); err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		args := append(append([]string{}, cppFlags...), "-x", "c++-header", filepath.Join(bits, "stdc++.h"), "-o", filepath.Join(bits, "stdc++.h.gch"))
+		if out, err := exec.CommandContext(ctx, gxx, args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("precompile %s: %v: %s", header, err, strings.TrimSpace(string(out)))
+		}
+		return os.Chmod(filepath.Join(bits, "stdc++.h.gch"), 0o644)
+	})
 }
