@@ -10,23 +10,35 @@ import (
 // builtOnce is a file a fast path needs, built once per machine in the
 // background on first use (the runs meanwhile take the plain way) and
 // kept in a cache directory: the precompiled C++ header, javac's
-// class-data archive.
+// class-data archive. A file that goes away (a cache cleaned under a
+// running process) is built again, and the runs take the plain way
+// meanwhile.
 type builtOnce struct {
-	once   sync.Once
-	mu     sync.Mutex
-	dir    string // where it is, once built
-	detail string // what doctor says of it
-	done   chan struct{}
+	mu      sync.Mutex
+	started bool
+	dir     string // where it is, once built
+	detail  string // what doctor says of it
+	done    chan struct{}
 }
 
 // get returns the directory build made, or "" while build runs or where it
-// failed. build returns the directory and doctor's description of it.
-func (b *builtOnce) get(build func() (dir, detail string, err error)) string {
-	b.once.Do(func() {
-		b.done = make(chan struct{})
-		b.detail = "being built"
+// failed. want is the file, in that directory, that must be there; build
+// returns the directory and doctor's description of it.
+func (b *builtOnce) get(want string, build func() (dir, detail string, err error)) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.dir != "" {
+		if _, err := os.Stat(filepath.Join(b.dir, want)); err == nil {
+			return b.dir
+		}
+		b.dir, b.started = "", false // removed since: build it again
+	}
+	if !b.started {
+		b.started = true
+		done := make(chan struct{})
+		b.done, b.detail = done, "being built"
 		go func() {
-			defer close(b.done)
+			defer close(done)
 			dir, detail, err := build()
 			b.mu.Lock()
 			defer b.mu.Unlock()
@@ -36,9 +48,7 @@ func (b *builtOnce) get(build func() (dir, detail string, err error)) string {
 			}
 			b.dir, b.detail = dir, detail
 		}()
-	})
-	b.mu.Lock()
-	defer b.mu.Unlock()
+	}
 	return b.dir
 }
 

@@ -86,7 +86,7 @@ func (l *Local) javacArchive() string {
 	if l.opts.NoFastPaths || l.tools["javac"] == "" {
 		return ""
 	}
-	return l.jsa.get(func() (string, string, error) {
+	return l.jsa.get(javacArchiveName, func() (string, string, error) {
 		dir, err := buildJavacArchive(l.tools["javac"], filepath.Join(filepath.Dir(goCacheDir(l.opts.TempDir)), "jsa"))
 		if err != nil {
 			return "", "", fmt.Errorf("plain javac starts: %v", err)

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -79,5 +80,37 @@ func TestJavacArchiveSameResults(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestJavacArchiveRemoved: a cache cleaned under a running sandbox. The
+// next compiles take the plain way instead of failing, and the archive is
+// built again.
+func TestJavacArchiveRemoved(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // a cache of its own, not the one other tests use
+	l := newLocal(t, Options{Concurrency: 1})
+	needTools(t, l, "java")
+	ctx := context.Background()
+	l.waitJavacArchive(ctx)
+	dir := l.javacArchive()
+	if dir == "" {
+		_, why := l.JavacArchiveState()
+		t.Fatalf("no javac archive: %s", why)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	in := "2 3 4"
+	code := "import java.util.*;\npublic class Main { public static void main(String[] a) { Scanner s = new Scanner(System.in); int n = s.nextInt(); long t = 0; for (int i = 0; i < n; i++) t += s.nextLong(); System.out.println(t); } }\n"
+	resp, err := l.Run(ctx, &sandboxclient.Request{Language: "java", Code: code, Stdin: &in, CompileTimeout: 60, RunTimeout: 10, MemoryLimitMB: 1024})
+	if err != nil || resp.Status != sandboxclient.StatusSuccess || resp.RunResult.Stdout != "7\n" {
+		t.Fatalf("after the archive was removed: %s", respText(resp, err))
+	}
+	l.waitJavacArchive(ctx)
+	if again := l.javacArchive(); again == "" {
+		_, why := l.JavacArchiveState()
+		t.Errorf("the archive was not built again: %s", why)
+	} else if _, err := os.Stat(filepath.Join(again, javacArchiveName)); err != nil {
+		t.Error(err)
 	}
 }

@@ -34,7 +34,7 @@ func (l *Local) cppPCH() string {
 	if l.opts.NoFastPaths || l.tools["g++"] == "" {
 		return ""
 	}
-	return l.pch.get(func() (string, string, error) {
+	return l.pch.get(filepath.Join("bits", "stdc++.h.gch"), func() (string, string, error) {
 		dir, err := buildPCH(l.tools["g++"], pchCacheDir(l.opts.TempDir))
 		if err != nil {
 			return "", "", fmt.Errorf("plain compiles: %v", err)
