@@ -15,6 +15,7 @@ import (
 	"github.com/verl-score/verl-score/resultcache"
 	"github.com/verl-score/verl-score/sandbox"
 	"github.com/verl-score/verl-score/sandboxclient"
+	"github.com/verl-score/verl-score/testcases"
 )
 
 // sandboxClient builds the client the engine sends requests to: the
@@ -52,7 +53,8 @@ func sandboxClient(cfg *config.Config, warn io.Writer) (sandboxclient.Client, st
 	if err != nil {
 		return nil, "", nil, err
 	}
-	l, err := sandbox.New(sandbox.Options{Concurrency: cfg.LocalConcurrency, Isolation: iso, Warn: warn, NoFastPaths: !cfg.FastPaths})
+	l, err := sandbox.New(sandbox.Options{Concurrency: cfg.LocalConcurrency, Isolation: iso, Warn: warn, NoFastPaths: !cfg.FastPaths,
+		PythonPrelude: testcases.DriverHead})
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("embedded sandbox: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/verl-score/verl-score/sandbox"
+	"github.com/verl-score/verl-score/testcases"
 )
 
 // serveOptions are the flag values and dependencies of `verl-score serve`.
@@ -148,6 +149,9 @@ func runServe(ctx context.Context, opts *serveOptions) error {
 		Isolation:   opts.Isolation,
 		Warn:        errOut,
 		NoFastPaths: !opts.FastPaths,
+		// Programs built by verl-score's own fn_name driver (a client
+		// pointed at this server) begin with its imports.
+		PythonPrelude: testcases.DriverHead,
 	})
 	if err != nil {
 		return fmt.Errorf("start the sandbox: %w", err)

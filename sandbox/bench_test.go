@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/verl-score/verl-score/sandboxclient"
+	"github.com/verl-score/verl-score/testcases"
 )
 
 // BenchmarkPythonThroughput runs trivial Python cases through a Local with
@@ -35,28 +36,7 @@ func BenchmarkPythonThroughput(b *testing.B) {
 	const round = 16
 	var fastT, plainT, bareT time.Duration
 	n := 0
-	parallel := func(n int, f func() error) time.Duration {
-		start := time.Now()
-		var wg sync.WaitGroup
-		jobs := make(chan struct{}, n)
-		for range n {
-			jobs <- struct{}{}
-		}
-		close(jobs)
-		for range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for range jobs {
-					if err := f(); err != nil {
-						b.Error(err)
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		return time.Since(start)
-	}
+	parallel := func(n int, f func() error) time.Duration { return runParallel(b, workers, n, f) }
 	through := func(l *Local) func() error {
 		return func() error {
 			resp, err := l.Run(context.Background(), req)
@@ -360,4 +340,78 @@ func BenchmarkJavacArchive(b *testing.B) {
 		code := javacArchiveSample + "// " + decimal(i) + "\n" // a new source each time: compiled, not cached
 		return &sandboxclient.Request{Language: "java", Code: code, Stdin: &in, CompileTimeout: 60, RunTimeout: 10, MemoryLimitMB: 1024}
 	}, "1 4 7 14 Pair[a=1, b=1] zero 3\n")
+}
+
+// runParallel runs f n times on workers goroutines and returns the time it
+// took; an error fails the benchmark.
+func runParallel(b *testing.B, workers, n int, f func() error) time.Duration {
+	start := time.Now()
+	var wg sync.WaitGroup
+	jobs := make(chan struct{}, n)
+	for range n {
+		jobs <- struct{}{}
+	}
+	close(jobs)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range jobs {
+				if err := f(); err != nil {
+					b.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return time.Since(start)
+}
+
+// BenchmarkPythonDriverThroughput runs a call-based (fn_name) case, the
+// program testcases builds, through a Local whose fork server has run the
+// driver's imports already (PythonPrelude), one without that, and one that
+// starts each run plainly, interleaved at the Local's concurrency, and
+// reports the three rates and their ratios.
+func BenchmarkPythonDriverThroughput(b *testing.B) {
+	prelude := newLocal(b, Options{PythonPrelude: testcases.DriverHead})
+	fork := newLocal(b, Options{})
+	plain := newLocal(b, Options{NoFastPaths: true})
+	if prelude.tools["python3"] == "" {
+		b.Skip("python3 not installed")
+	}
+	in := "3\n4"
+	req := &sandboxclient.Request{Language: "python", Code: testcases.WrapFnName("def add(a, b):\n    return a + b\n", "add"),
+		Stdin: &in, RunTimeout: 10, MemoryLimitMB: 1024}
+	through := func(l *Local) func() error {
+		return func() error {
+			resp, err := l.Run(context.Background(), req)
+			if err == nil && (resp.Status != sandboxclient.StatusSuccess || resp.RunResult.Stdout != "7\n") {
+				b.Errorf("got %s", respText(resp, nil))
+			}
+			return err
+		}
+	}
+	for _, l := range []*Local{prelude, fork} {
+		through(l)() // start the servers
+	}
+	const round = 16
+	workers := prelude.opts.Concurrency
+	var preludeT, forkT, plainT time.Duration
+	n := 0
+	b.ResetTimer()
+	for ; n < b.N; n += round {
+		preludeT += runParallel(b, workers, round, through(prelude))
+		forkT += runParallel(b, workers, round, through(fork))
+		plainT += runParallel(b, workers, round, through(plain))
+	}
+	b.StopTimer()
+	if st := prelude.Stats(); st.PreludeRuns == 0 {
+		b.Errorf("no run went through the prelude server: %+v", st)
+	}
+	pr, fr, pl := float64(n)/preludeT.Seconds(), float64(n)/forkT.Seconds(), float64(n)/plainT.Seconds()
+	b.ReportMetric(pr, "cases/s-prelude")
+	b.ReportMetric(fr, "cases/s-fork")
+	b.ReportMetric(pl, "cases/s-plain")
+	b.ReportMetric(pr/fr, "prelude/fork")
+	b.ReportMetric(pr/pl, "prelude/plain")
 }

@@ -288,10 +288,14 @@ func (l *Local) runStep(ctx context.Context, s stepSpec) (*sandboxclient.StepRes
 // the wrapped program itself.
 func (l *Local) startStep(s *stepSpec, uid int, fork bool, stdin, stdout, stderr *os.File) (*stepProc, error) {
 	if fork && uid >= 0 {
-		if fs := l.forkServer(s.lim); fs != nil {
+		prelude := l.hasPrelude(s)
+		if fs := l.forkServer(s.lim, prelude); fs != nil {
 			p, err := fs.start(s, l.forkScript(s, uid), stdin, stdout, stderr)
 			if err == nil {
 				l.forked.Add(1)
+				if prelude {
+					l.preludeRuns.Add(1)
+				}
 				return p, nil
 			}
 		}

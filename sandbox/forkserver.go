@@ -74,8 +74,13 @@ type forkServer struct {
 	stderr   *cappedBuffer
 }
 
-// forkKey names a server: its stack limit and its slot.
-type forkKey struct{ stackMB, slot int }
+// forkKey names a server: its stack limit, whether it has run the
+// Local's PythonPrelude, and its slot.
+type forkKey struct {
+	stackMB int
+	prelude bool
+	slot    int
+}
 
 // forkSlots is how many servers a Local runs per stack limit: one per
 // core it runs programs on, up to 4.
@@ -119,8 +124,9 @@ func (l *Local) forkServerOff() string {
 }
 
 // forkServer returns the server for steps with these limits, starting it
-// on first use; nil where runs start the plain way.
-func (l *Local) forkServer(lim limits) *forkServer {
+// on first use; nil where runs start the plain way. prelude: the program
+// begins with the Local's PythonPrelude.
+func (l *Local) forkServer(lim limits, prelude bool) *forkServer {
 	f := &l.forks
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -132,7 +138,7 @@ func (l *Local) forkServer(lim limits) *forkServer {
 	var key, empty forkKey
 	best, hasEmpty := int32(-1), false
 	for slot := range l.forkSlots() {
-		k := forkKey{lim.stackMB, slot}
+		k := forkKey{lim.stackMB, prelude, slot}
 		if fs := f.servers[k]; fs != nil && !fs.dead.Load() {
 			if n := fs.inFlight.Load(); best < 0 || n < best {
 				key, best = k, n
@@ -157,7 +163,7 @@ func (l *Local) forkServer(lim limits) *forkServer {
 		}
 		l.warn("forkserver-died", why+"; starting another")
 	}
-	fs, err := l.startForkServer(lim)
+	fs, err := l.startForkServer(lim, prelude)
 	if err != nil {
 		f.failed = err.Error()
 		l.warn("forkserver", "Python runs start the plain way: the fork server could not start: "+f.failed)
@@ -186,8 +192,9 @@ func (l *Local) forkFailed(why string) {
 	}
 }
 
-// startForkServer starts a server under the stack limit of lim.
-func (l *Local) startForkServer(lim limits) (*forkServer, error) {
+// startForkServer starts a server under the stack limit of lim, which runs
+// the Local's PythonPrelude first if prelude is set.
+func (l *Local) startForkServer(lim limits, prelude bool) (*forkServer, error) {
 	f := &l.forks
 	if f.userSite == "" {
 		// Where site looks for usercustomize with the runs' HOME.
@@ -214,6 +221,9 @@ func (l *Local) startForkServer(lim limits) (*forkServer, error) {
 		f.userSite + "/usercustomize.py":         []byte(forkServerStart),
 		f.userSite + "/verl_score_forkserver.py": []byte(forkServerSource),
 		f.userSite + "/verl_score_space":         own.Bytes(),
+	}
+	if prelude {
+		s.view.files[f.userSite+"/verl_score_prelude.py"] = []byte(l.opts.PythonPrelude)
 	}
 	var sc nsinit.Script
 	sc.Op(nsinit.OpKeepFds, "5")
@@ -336,4 +346,11 @@ func (f *forkServers) close() {
 		}
 	}
 	f.servers = nil
+}
+
+// hasPrelude says whether the step's Python program begins with the
+// Local's PythonPrelude.
+func (l *Local) hasPrelude(s *stepSpec) bool {
+	p := l.opts.PythonPrelude
+	return p != "" && strings.HasPrefix(string(s.view.files[languages["python"].source]), p)
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/verl-score/verl-score/sandboxclient"
+	"github.com/verl-score/verl-score/testcases"
 )
 
 // observe prints what a program can see of its start: the interpreter's
@@ -294,5 +295,67 @@ func TestForkServerFastExit(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestForkServerPrelude runs programs that begin with the fn_name driver's
+// imports through a server that has run them already, and requires what
+// they observe (observe, with the order of sys.modules) to be what a plain
+// start shows; and their random module to be seeded anew in each run.
+func TestForkServerPrelude(t *testing.T) {
+	forked := newLocal(t, Options{Concurrency: 1, PythonPrelude: testcases.DriverHead})
+	plain := newLocal(t, Options{Concurrency: 1, NoFastPaths: true})
+	if using, why := forked.ForkServerState(); !using {
+		t.Skipf("no fork server here: %s", why)
+	}
+	in := "line one\nline two"
+	run := func(l *Local, code string) *sandboxclient.StepResult {
+		resp, err := l.Run(context.Background(), &sandboxclient.Request{Language: "python", Code: code, Stdin: &in, RunTimeout: 20, MemoryLimitMB: 1024})
+		if err != nil || resp.RunResult == nil {
+			t.Fatalf("got %s", respText(resp, err))
+		}
+		return resp.RunResult
+	}
+	code := testcases.DriverHead + "print('order', list(__import__('sys').modules))\n" + observe
+	want := run(plain, code)
+	for i := 0; i < 2; i++ {
+		got := run(forked, code)
+		wantLines, gotLines := strings.Split(want.Stdout, "\n"), strings.Split(got.Stdout, "\n")
+		for j := 0; j < max(len(wantLines), len(gotLines)); j++ {
+			w, g := "", ""
+			if j < len(wantLines) {
+				w = wantLines[j]
+			}
+			if j < len(gotLines) {
+				g = gotLines[j]
+			}
+			if w != g {
+				t.Errorf("run %d line %d:\nplain:  %s\nforked: %s", i, j, w, g)
+			}
+		}
+		if got.Stderr != want.Stderr || *got.ReturnCode != *want.ReturnCode {
+			t.Errorf("run %d: stderr %q rc %d, plain %q rc %d", i, got.Stderr, *got.ReturnCode, want.Stderr, *want.ReturnCode)
+		}
+	}
+	draws := map[string]bool{}
+	for range 3 {
+		out := run(forked, testcases.DriverHead+"print(random.random(), randint(1, 10**9))\n").Stdout
+		if !strings.HasPrefix(out, "0.") {
+			t.Fatalf("got %q", out)
+		}
+		draws[out] = true
+	}
+	if len(draws) != 3 {
+		t.Errorf("forked runs drew the same random numbers: %v", draws)
+	}
+	if st := forked.Stats(); st.PreludeRuns != 5 || st.ForkedRuns != 5 {
+		t.Errorf("%d of %d forked runs had the prelude, want 5 of 5", st.PreludeRuns, st.ForkedRuns)
+	}
+	// A program without the prelude goes to a server without it.
+	if out := run(forked, "import sys\nprint('random' in sys.modules, 'json' in sys.modules)").Stdout; out != "False False\n" {
+		t.Errorf("a program without the prelude found its modules: %q", out)
+	}
+	if st := forked.Stats(); st.PreludeRuns != 5 || st.ForkedRuns != 6 {
+		t.Errorf("after a program without the prelude: %d of %d forked runs had it", st.PreludeRuns, st.ForkedRuns)
 	}
 }

@@ -87,6 +87,11 @@ type Options struct {
 	// (pch.go) and javac started from a class-data archive (javacds.go).
 	// Every run then starts and compiles plainly.
 	NoFastPaths bool
+	// PythonPrelude is import statements that many Python programs begin
+	// with (testcases.DriverHead). A program whose text begins with it is
+	// forked from a server that has run it already (forkserver.go), so
+	// that the modules are imported once, not by every run.
+	PythonPrelude string
 }
 
 // Stats counts what a Local has done.
@@ -98,6 +103,7 @@ type Stats struct {
 	// ForkedFaults is the minor page faults of those runs' programs: most
 	// of a forked run's cost is pages it copies from the server.
 	ForkedFaults int64
+	PreludeRuns  int64 // forked runs whose server had run the PythonPrelude
 }
 
 // Local is a sandbox on this machine. It implements sandboxclient.Client and
@@ -131,6 +137,7 @@ type Local struct {
 	runs, compiles, compileHits atomic.Int64
 	forked                      atomic.Int64
 	forkedFaults                atomic.Int64
+	preludeRuns                 atomic.Int64
 	closeOnce                   sync.Once
 	closeErr                    error
 	warnOnce                    map[string]*sync.Once
@@ -263,7 +270,7 @@ func goCacheDir(tempDir string) string {
 
 // Stats returns the counters so far.
 func (l *Local) Stats() Stats {
-	return Stats{Runs: l.runs.Load(), Compiles: l.compiles.Load(), CompileCacheHits: l.compileHits.Load(), ForkedRuns: l.forked.Load(), ForkedFaults: l.forkedFaults.Load()}
+	return Stats{Runs: l.runs.Load(), Compiles: l.compiles.Load(), CompileCacheHits: l.compileHits.Load(), ForkedRuns: l.forked.Load(), ForkedFaults: l.forkedFaults.Load(), PreludeRuns: l.preludeRuns.Load()}
 }
 
 // Close removes the sandbox's directory with its cached builds.

@@ -48,6 +48,11 @@ import json
 
 `
 
+// DriverHead is the text every fn_name program begins with: its imports.
+// The embedded sandbox can have them imported before such a program starts
+// (sandbox.Options.PythonPrelude).
+const DriverHead = driverHead
+
 // driverTail follows the solution and the assignment of _verl_fn_name. Like
 // verl's driver it looks names up in the module's globals at run time, so a
 // solution that rebinds them sees the same effect it would under verl.
