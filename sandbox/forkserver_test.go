@@ -97,19 +97,7 @@ func TestForkServerLooksLikeAPlainStart(t *testing.T) {
 	want := run(plain)
 	for i := 0; i < 2; i++ { // a second run: the server's state after one
 		got := run(forked)
-		wantLines, gotLines := strings.Split(want.Stdout, "\n"), strings.Split(got.Stdout, "\n")
-		for j := 0; j < max(len(wantLines), len(gotLines)); j++ {
-			w, g := "", ""
-			if j < len(wantLines) {
-				w = wantLines[j]
-			}
-			if j < len(gotLines) {
-				g = gotLines[j]
-			}
-			if w != g {
-				t.Errorf("run %d line %d:\nplain:  %s\nforked: %s", i, j, w, g)
-			}
-		}
+		sameLines(t, i, want.Stdout, got.Stdout)
 		if got.Stderr != want.Stderr {
 			t.Errorf("run %d stderr:\nplain:  %q\nforked: %q", i, want.Stderr, got.Stderr)
 		}
@@ -320,19 +308,7 @@ func TestForkServerPrelude(t *testing.T) {
 	want := run(plain, code)
 	for i := 0; i < 2; i++ {
 		got := run(forked, code)
-		wantLines, gotLines := strings.Split(want.Stdout, "\n"), strings.Split(got.Stdout, "\n")
-		for j := 0; j < max(len(wantLines), len(gotLines)); j++ {
-			w, g := "", ""
-			if j < len(wantLines) {
-				w = wantLines[j]
-			}
-			if j < len(gotLines) {
-				g = gotLines[j]
-			}
-			if w != g {
-				t.Errorf("run %d line %d:\nplain:  %s\nforked: %s", i, j, w, g)
-			}
-		}
+		sameLines(t, i, want.Stdout, got.Stdout)
 		if got.Stderr != want.Stderr || *got.ReturnCode != *want.ReturnCode {
 			t.Errorf("run %d: stderr %q rc %d, plain %q rc %d", i, got.Stderr, *got.ReturnCode, want.Stderr, *want.ReturnCode)
 		}
@@ -357,5 +333,24 @@ func TestForkServerPrelude(t *testing.T) {
 	}
 	if st := forked.Stats(); st.PreludeRuns != 5 || st.ForkedRuns != 6 {
 		t.Errorf("after a program without the prelude: %d of %d forked runs had it", st.PreludeRuns, st.ForkedRuns)
+	}
+}
+
+// sameLines requires forked run i's output to be the plain run's, line by
+// line.
+func sameLines(t *testing.T, i int, plain, forked string) {
+	t.Helper()
+	wantLines, gotLines := strings.Split(plain, "\n"), strings.Split(forked, "\n")
+	for j := 0; j < max(len(wantLines), len(gotLines)); j++ {
+		w, g := "", ""
+		if j < len(wantLines) {
+			w = wantLines[j]
+		}
+		if j < len(gotLines) {
+			g = gotLines[j]
+		}
+		if w != g {
+			t.Errorf("run %d line %d:\nplain:  %s\nforked: %s", i, j, w, g)
+		}
 	}
 }
