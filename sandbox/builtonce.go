@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -103,4 +104,36 @@ func buildInCache(cache, name, want string, build func(tmp string) error) (strin
 		return "", err
 	}
 	return dir, nil
+}
+
+// cachedFile is b's directory for a fast path of tool's: "" where fast
+// paths are off, tool is missing, or while it is being built. want is the
+// file the steps use, plain how they go without it and what its name,
+// both for doctor. Without the filesystem view the per-run users must be
+// able to reach it.
+func (l *Local) cachedFile(b *builtOnce, tool, want, plain, what string, build func() (string, error)) string {
+	if l.opts.NoFastPaths || l.tools[tool] == "" {
+		return ""
+	}
+	return b.get(want, func() (string, string, error) {
+		dir, err := build()
+		if err != nil {
+			return "", "", fmt.Errorf("%s: %v", plain, err)
+		}
+		if !l.iso.contained && l.iso.perRunUser && !reachableByOthers(filepath.Join(dir, want)) {
+			return "", "", fmt.Errorf("%s: %s is not reachable by the per-run users without the filesystem view", plain, dir)
+		}
+		return dir, what + " in " + dir, nil
+	})
+}
+
+// cachedFileState says whether steps use b, or why not.
+func (l *Local) cachedFileState(b *builtOnce, tool string) (using bool, detail string) {
+	switch {
+	case l.opts.NoFastPaths:
+		return false, "turned off"
+	case l.tools[tool] == "":
+		return false, "no " + tool
+	}
+	return b.state()
 }

@@ -352,5 +352,6 @@ func (f *forkServers) close() {
 // Local's PythonPrelude.
 func (l *Local) hasPrelude(s *stepSpec) bool {
 	p := l.opts.PythonPrelude
-	return p != "" && strings.HasPrefix(string(s.view.files[languages["python"].source]), p)
+	src := s.view.files[languages["python"].source]
+	return p != "" && len(src) >= len(p) && string(src[:len(p)]) == p
 }

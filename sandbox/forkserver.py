@@ -263,7 +263,6 @@ def _server():
         if fast_exit_ok:
             watch_main(main)
 
-
     # --- the program's exit -----------------------------------------------
     # A forked program's exit is dear: the interpreter's finalization drops
     # every module of the start-up, and each object it touches sits on a
@@ -425,7 +424,6 @@ def _server():
                 or sys.stdout is not std_streams[0]() or sys.stderr is not std_streams[1]()):
             return
         status = exit_status(frame)
-        del frame
         if status is None or finalizers_alive(watch):
             return
         for f in (sys.stdout, sys.stderr):

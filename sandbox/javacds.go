@@ -83,31 +83,15 @@ public class Main {
 // it is being built (in the background, on first use) or where it cannot
 // be.
 func (l *Local) javacArchive() string {
-	if l.opts.NoFastPaths || l.tools["javac"] == "" {
-		return ""
-	}
-	return l.jsa.get(javacArchiveName, func() (string, string, error) {
-		dir, err := buildJavacArchive(l.tools["javac"], filepath.Join(filepath.Dir(goCacheDir(l.opts.TempDir)), "jsa"))
-		if err != nil {
-			return "", "", fmt.Errorf("plain javac starts: %v", err)
-		}
-		if !l.iso.contained && l.iso.perRunUser && !reachableByOthers(filepath.Join(dir, javacArchiveName)) {
-			return "", "", fmt.Errorf("plain javac starts: %s is not reachable by the per-run users without the filesystem view", dir)
-		}
-		return dir, "javac's classes from a class-data archive in " + dir, nil
+	return l.cachedFile(&l.jsa, "javac", javacArchiveName, "plain javac starts", "javac's classes from a class-data archive", func() (string, error) {
+		return buildJavacArchive(l.tools["javac"], filepath.Join(filepath.Dir(goCacheDir(l.opts.TempDir)), "jsa"))
 	})
 }
 
 // JavacArchiveState says how javac starts here: from its archive, or why
 // not.
 func (l *Local) JavacArchiveState() (using bool, detail string) {
-	switch {
-	case l.opts.NoFastPaths:
-		return false, "turned off"
-	case l.tools["javac"] == "":
-		return false, "no javac"
-	}
-	return l.jsa.state()
+	return l.cachedFileState(&l.jsa, "javac")
 }
 
 // waitJavacArchive waits until the archive is built or has failed.

@@ -31,18 +31,8 @@ var cppFlags = []string{"-std=c++17", "-O2"}
 // while it is being built (in the background, on first use) or where it
 // cannot be.
 func (l *Local) cppPCH() string {
-	if l.opts.NoFastPaths || l.tools["g++"] == "" {
-		return ""
-	}
-	return l.pch.get(filepath.Join("bits", "stdc++.h.gch"), func() (string, string, error) {
-		dir, err := buildPCH(l.tools["g++"], pchCacheDir(l.opts.TempDir))
-		if err != nil {
-			return "", "", fmt.Errorf("plain compiles: %v", err)
-		}
-		if !l.iso.contained && l.iso.perRunUser && !reachableByOthers(filepath.Join(dir, "bits", "stdc++.h.gch")) {
-			return "", "", fmt.Errorf("plain compiles: %s is not reachable by the per-run users without the filesystem view", dir)
-		}
-		return dir, "precompiled bits/stdc++.h in " + dir, nil
+	return l.cachedFile(&l.pch, "g++", filepath.Join("bits", "stdc++.h.gch"), "plain compiles", "precompiled bits/stdc++.h", func() (string, error) {
+		return buildPCH(l.tools["g++"], pchCacheDir(l.opts.TempDir))
 	})
 }
 
@@ -55,13 +45,7 @@ func (l *Local) waitPCH(ctx context.Context) {
 // PCHState says how C++ compiles here: with the precompiled header, or why
 // not.
 func (l *Local) PCHState() (using bool, detail string) {
-	switch {
-	case l.opts.NoFastPaths:
-		return false, "turned off"
-	case l.tools["g++"] == "":
-		return false, "no g++"
-	}
-	return l.pch.state()
+	return l.cachedFileState(&l.pch, "g++")
 }
 
 // pchCacheDir is the parent of the precompiled headers, beside the Go
