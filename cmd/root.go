@@ -15,6 +15,7 @@ import (
 
 	"github.com/verl-score/verl-score/rollout"
 	"github.com/verl-score/verl-score/score"
+	"github.com/verl-score/verl-score/version"
 )
 
 // Exit codes shared by every command.
@@ -91,7 +92,9 @@ func NewRootCmd(s Streams) *cobra.Command {
 per-case verdicts and rewards for every response.` + exitHelp,
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		Version:       version.Number(),
 	}
+	root.SetVersionTemplate(version.String() + "\n")
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.ErrOut)
