@@ -41,7 +41,7 @@ gets a result with score 0 and the reason in "error"; empty lines are
 skipped. The worker exits when stdin ends, after the last result. Warnings
 go to stderr.` + configExitHelp,
 		Example: `  printf '%s\n' '{"id": 1, "data_source": "taco", "solution_str": "` + "```python\\nprint(int(input())*2)\\n```" + `", "ground_truth": {"inputs": ["2\n"], "outputs": ["4\n"]}}' | verl-score worker`,
-		Args: cobra.NoArgs,
+		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			sc, err := setupScoring(loader, s.ErrOut)
 			if err != nil {
