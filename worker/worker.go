@@ -69,7 +69,7 @@ type Ready struct {
 }
 
 // maxLine bounds one request line: a completion and its test cases.
-const maxLine = 256 << 20
+var maxLine = 256 << 20
 
 var null = json.RawMessage("null")
 

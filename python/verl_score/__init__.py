@@ -152,8 +152,11 @@ class _Worker:
         except ValueError:
             ready = None
         if not ready or not ready.get("ready"):
+            self.proc.stdin.close()
             self.proc.wait()
             self._err_thread.join(timeout=5)
+            self.proc.stdout.close()
+            self.proc.stderr.close()
             raise VerlScoreError(self._failure("verl-score worker did not start"), self.proc.returncode)
         with self._lock:
             self._started = True
@@ -222,6 +225,10 @@ class _Worker:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        self._out_thread.join(timeout=5)
+        self._err_thread.join(timeout=5)
+        self.proc.stdout.close()
+        self.proc.stderr.close()
 
 
 _state_lock = threading.Lock()
