@@ -127,7 +127,7 @@ func Check(ctx context.Context, eng *score.Engine, opts Options) (*Report, error
 		switch {
 		case mismatch && noisyReference(it):
 			it.Outcome, it.FlakyReason = Flaky, reasonReference
-		case mismatch && flakyVerdicts(it.NewVerdicts) && opts.Reruns > 0:
+		case mismatch && mayNotRepeat(r) && opts.Reruns > 0:
 			rerun = append(rerun, p)
 			return nil
 		}
@@ -386,6 +386,18 @@ func noisyReference(it *Item) bool {
 		}
 	}
 	return changed > 0
+}
+
+// mayNotRepeat reports whether a result has a case whose outcome may not
+// repeat: an API or sandbox error (-1), a timeout (-3), or a compile that
+// reached its time limit (-4 with status compile_timeout).
+func mayNotRepeat(r *score.Result) bool {
+	for _, c := range r.Cases {
+		if c.Status == sandboxclient.CaseCompileTimeout {
+			return true
+		}
+	}
+	return flakyVerdicts(r.Verdicts())
 }
 
 // flakyVerdicts reports whether verdicts include an outcome that may not

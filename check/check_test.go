@@ -160,6 +160,23 @@ func TestCheckFlakyRuns(t *testing.T) {
 	}
 }
 
+// A compile timeout (-4, compile_timeout) may not repeat either: check
+// reruns it as it reruns -3, and a rerun that compiles makes it flaky, not
+// a regression.
+func TestCheckRerunsCompileTimeouts(t *testing.T) {
+	opts := checkOpts(writeFile(t, "1.jsonl", dumpLine(t, "x", "STARVEDCOMPILE", 2, 1.0)))
+	rep, err := checkOn(context.Background(), newFakeSandbox(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Flaky) != 1 || len(rep.Mismatches) != 0 {
+		t.Fatalf("got %d flaky and %d mismatches, want the compile timeout flaky", len(rep.Flaky), len(rep.Mismatches))
+	}
+	if f := rep.Flaky[0]; *f.New != 0 || fmt.Sprint(f.Runs) != "[1]" || f.FlakyReason != reasonReruns {
+		t.Errorf("flaky: new %v, runs %v, reason %q", *f.New, f.Runs, f.FlakyReason)
+	}
+}
+
 func TestCheckErrors(t *testing.T) {
 	tests := []struct {
 		name  string

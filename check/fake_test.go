@@ -52,6 +52,13 @@ func (f *fakeSandbox) Run(ctx context.Context, req *sandboxclient.Request) (*san
 		return nil, &sandboxclient.APIError{Attempts: 1, Err: errors.New("connection refused")}
 	case strings.Contains(req.Code, "SLOW"):
 		return tle, nil
+	case strings.Contains(req.Code, "STARVEDCOMPILE"):
+		// A compile that ran out of time once and then compiled.
+		if n == 1 {
+			return &sandboxclient.Response{Status: sandboxclient.StatusFailed, CompileResult: &sandboxclient.StepResult{
+				Status: sandboxclient.StepTimeLimitExceeded}}, nil
+		}
+		return finished(stdin), nil
 	case strings.Contains(req.Code, "FLAKY"):
 		if n%2 == 1 {
 			return tle, nil

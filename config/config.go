@@ -94,7 +94,7 @@ func Settings() []Setting {
 		{Key: "no_dedup", Flag: "no-dedup", Default: false, Usage: "send every execution, even one identical (code, stdin, language, limits) to one this run already sent (verdicts are the same)"},
 		{Key: "cache", Flag: "cache", Default: "", Usage: "directory of a result cache shared across runs (content-addressed; safe for concurrent runs); off when empty"},
 		{Key: "cache_key", Flag: "cache-key", Default: "", Usage: "the sandbox's identity in cache keys (default: the embedded sandbox's toolchain versions, or the set of sandbox URLs)"},
-		{Key: "cache_timeouts", Flag: "cache-timeouts", Default: false, Usage: "also cache timeouts (-3); infrastructure errors (-1) are never cached"},
+		{Key: "cache_timeouts", Flag: "cache-timeouts", Default: false, Usage: "also cache timeouts (-3, and -4 from compile timeouts); infrastructure errors (-1) are never cached"},
 		{Key: "cache_max_mb", Flag: "cache-max-mb", Default: 1024, Usage: "size bound of the cache directory, in MB (the oldest entries go first)"},
 		{Key: "response_key", Flag: "response-key", Default: "responses", Usage: "column holding the responses (a list of strings or one string)"},
 		{Key: "data_source_key", Flag: "data-source-key", Default: "data_source", Usage: "column holding the data source"},

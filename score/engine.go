@@ -89,8 +89,8 @@ type Options struct {
 	NoDedup bool
 	// Cache, when set, keeps answers across runs: an execution found in
 	// it is not sent. Only answers of deterministic verdicts are stored:
-	// never an infrastructure error (-1), a timeout (-3) only with
-	// CacheTimeouts.
+	// never an infrastructure error (-1), a timeout (-3) or a compile
+	// timeout (-4, compile_timeout) only with CacheTimeouts.
 	Cache         Cache
 	CacheTimeouts bool
 	// Compare is how stdout meets the expected output; the zero value is

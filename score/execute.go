@@ -77,7 +77,9 @@ func (e *Engine) storable(cr sandboxclient.CaseResult) bool {
 	switch {
 	case cr.Infra || cr.Verdict == sandboxclient.VerdictAPIError:
 		return false
-	case cr.Verdict == sandboxclient.VerdictTimeout:
+	case cr.Verdict == sandboxclient.VerdictTimeout, cr.Status == sandboxclient.CaseCompileTimeout:
+		// A run or compile that reached its limit may not on a quieter
+		// machine: a verdict of the moment, not of the code.
 		return e.opts.CacheTimeouts
 	}
 	return true
