@@ -24,7 +24,7 @@ import (
 
 // sandboxServer is the embedded sandbox behind the real /run_code server;
 // cancelAfter, when set, is called once that many requests were answered.
-func sandboxServer(t *testing.T, cancelAfter int64, cancel func()) *httptest.Server {
+func sandboxServer(t testing.TB, cancelAfter int64, cancel func()) *httptest.Server {
 	t.Helper()
 	local, err := sandbox.New(sandbox.Options{Warn: &bytes.Buffer{}})
 	if err != nil {

@@ -157,6 +157,19 @@ func runServe(ctx context.Context, opts *serveOptions) error {
 		return fmt.Errorf("start the sandbox: %w", err)
 	}
 	defer local.Close()
+	// The caches of the first compiles (precompiled header, javac archive,
+	// Go modules and build cache) are built now, in the background, so that
+	// the first requests of a language seldom wait for them (they would,
+	// untimed).
+	prepCtx, stopPrep := context.WithCancel(ctx)
+	prepDone := make(chan struct{})
+	defer func() { stopPrep(); <-prepDone }() // before local.Close
+	go func() {
+		defer close(prepDone)
+		for _, p := range local.Prepare(prepCtx) {
+			logger.Debug("prepared", "what", p.Name, "ready", p.Available, "detail", p.Detail)
+		}
+	}()
 
 	maxQueue := opts.MaxQueue // ServerOptions: 0 no bound by count, negative no queue
 	switch maxQueue {

@@ -471,7 +471,7 @@ func (l *Local) doCompile(ctx context.Context, spec *langSpec, req *sandboxclien
 	}
 	var goBinds []viewBind
 	if spec.env != nil && l.tools["go"] != "" && spec.programs[0] == "go" {
-		l.goWarm.Do(func() { l.warmGoCache(ctx) })
+		l.goWarm.Do(func() { l.warmGoCache(ctx) }) // before the compile's time starts
 		var err error
 		if goBinds, err = l.goBuildDir(dir); err != nil {
 			return nil, err
@@ -498,7 +498,7 @@ func (l *Local) doCompile(ctx context.Context, spec *langSpec, req *sandboxclien
 	}
 	st.argv = spec.compile(l, stepArgs{dir: st.dir, memMB: req.MemoryLimitMB, code: req.Code, files: slices.Sorted(maps.Keys(files))})
 	if spec == languages["cpp"] {
-		if inc := l.cppPCH(); inc != "" {
+		if inc := l.pchForCompile(ctx); inc != "" {
 			if l.iso.contained {
 				st.view.binds = append(st.view.binds, viewBind{source: inc, target: pchViewDir})
 				inc = pchViewDir
@@ -507,7 +507,7 @@ func (l *Local) doCompile(ctx context.Context, spec *langSpec, req *sandboxclien
 		}
 	}
 	if spec == languages["java"] {
-		if dir := l.javacArchive(); dir != "" {
+		if dir := l.javacArchiveForCompile(ctx); dir != "" {
 			if l.iso.contained {
 				st.view.binds = append(st.view.binds, viewBind{source: dir, target: javacArchiveViewDir})
 				dir = javacArchiveViewDir
@@ -557,22 +557,39 @@ var _ = []any{bufio.NewReader, fmt.Sprint, math.Abs, os.Exit, reflect.DeepEqual,
 func TestWarm(t *testing.T) {}
 `
 
+// warmGoCacheTestify is added to warmGoCacheCode where the module cache
+// holds testify, so that testify is compiled ahead too.
+const warmGoCacheTestify = `package warm_test
+
+import "github.com/stretchr/testify/assert"
+
+var _ = assert.Equal
+`
+
 // warmGoCache builds a test binary once before the first Go compile, with
 // a generous timeout: on a machine whose cache is cold, compiling the
-// standard library would otherwise be charged to the first solution's
-// compile timeout and turn it into a compile error.
-func (l *Local) warmGoCache(ctx context.Context) {
+// standard library (and testify, where the module cache has it) would
+// otherwise be charged to the first solution's compile timeout and turn it
+// into a compile error.
+func (l *Local) warmGoCache(ctx context.Context) error {
 	dir, err := os.MkdirTemp(filepath.Join(l.root, "builds"), "gowarm-")
 	if err != nil {
-		return
+		return err
 	}
 	defer os.RemoveAll(dir)
-	if os.WriteFile(filepath.Join(dir, "warm_test.go"), []byte(warmGoCacheCode), 0o644) != nil {
-		return
+	files := []string{"warm_test.go"}
+	if err := os.WriteFile(filepath.Join(dir, "warm_test.go"), []byte(warmGoCacheCode), 0o644); err != nil {
+		return err
 	}
 	goBinds, err := l.goBuildDir(dir)
 	if err != nil {
-		return
+		return err
+	}
+	if l.goModCache() != "" {
+		if err := os.WriteFile(filepath.Join(dir, "testify_test.go"), []byte(warmGoCacheTestify), 0o644); err != nil {
+			return err
+		}
+		files = append(files, "testify_test.go")
 	}
 	st := stepSpec{
 		dir:     dir,
@@ -584,9 +601,16 @@ func (l *Local) warmGoCache(ctx context.Context) {
 		st.dir = viewBuildDir
 		st.view.binds = append([]viewBind{{source: dir, target: viewBuildDir, flags: nsinit.BindWritable}}, goBinds...)
 	}
-	st.argv = []string{l.tools["go"], "test", "-c", "-o", "warm.bin", "warm_test.go"}
+	st.argv = append([]string{l.tools["go"], "test", "-c", "-o", "warm.bin"}, files...)
 	st.env = l.env(st.dir, goEnv)
-	l.runStep(ctx, st)
+	res, _, err := l.runStep(ctx, st)
+	switch {
+	case err != nil:
+		return err
+	case res.Status != sandboxclient.StepFinished || res.ReturnCode == nil || *res.ReturnCode != 0:
+		return fmt.Errorf("go test -c: %s: %s", res.Status, strings.TrimSpace(res.Stderr+res.Stdout))
+	}
+	return nil
 }
 
 // goTestOutput turns the run of a test binary (its stderr merged into its
