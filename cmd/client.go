@@ -54,7 +54,7 @@ func sandboxClient(cfg *config.Config, warn io.Writer) (sandboxclient.Client, st
 		return nil, "", nil, err
 	}
 	l, err := sandbox.New(sandbox.Options{Concurrency: cfg.LocalConcurrency, Isolation: iso, Warn: warn, NoFastPaths: !cfg.FastPaths,
-		PythonPrelude: testcases.DriverHead})
+		PythonPrelude: testcases.DriverHead, RubyStackMB: cfg.RubyStackMB})
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("embedded sandbox: %w", err)
 	}
@@ -86,7 +86,11 @@ func cacheIdentity(cfg *config.Config) string {
 		slices.Sort(urls)
 		return "sandbox urls " + strings.Join(urls, " ")
 	}
-	return sandbox.Identity(cfg.LocalIsolation)
+	id := sandbox.Identity(cfg.LocalIsolation)
+	if cfg.RubyStackMB > 0 {
+		id += fmt.Sprintf("\nruby stack %d MB", cfg.RubyStackMB) // other Ruby verdicts
+	}
+	return id
 }
 
 // loadConfig resolves the configuration: a config file at fault is a

@@ -23,7 +23,7 @@ var scoringKeys = []string{
 	"sandbox_url", "max_concurrent", "timeout", "memory_limit_mb", "mode", "language", "extract",
 	"no_compile_skip", "no_dedup", "compare", "checker_key", "audit", "audit_fail", "cache", "cache_key", "cache_timeouts", "cache_max_mb", "response_key", "data_source_key", "ground_truth_key", "data_source", "language_key",
 	"infra_errors", "max_infra_errors", "cases_out_max_text", "retry_overload", "retry_sandbox_errors",
-	"local_concurrency", "isolation", "fast_paths", "sandbox_header",
+	"local_concurrency", "isolation", "fast_paths", "ruby_stack_mb", "sandbox_header",
 }
 
 type runOptions struct {
@@ -184,6 +184,9 @@ func runScore(ctx context.Context, opts *runOptions) error {
 	}
 	if err != nil {
 		return err
+	}
+	for _, w := range sum.Warnings() {
+		sc.warn(w)
 	}
 	if err := sum.CheckInfra(cfg.MaxInfraErrors); err != nil {
 		return fmt.Errorf("%w (sandbox: %s); the output %s holds the rows, with these failures as verdict -1", err, sc.desc, output)

@@ -13,7 +13,7 @@ import (
 var workerKeys = []string{
 	"sandbox_url", "max_concurrent", "timeout", "memory_limit_mb", "mode", "language", "extract",
 	"no_compile_skip", "no_dedup", "compare", "checker_key", "audit", "audit_fail", "cache", "cache_key", "cache_timeouts", "cache_max_mb",
-	"retry_overload", "retry_sandbox_errors", "local_concurrency", "isolation", "fast_paths", "sandbox_header",
+	"retry_overload", "retry_sandbox_errors", "local_concurrency", "isolation", "fast_paths", "ruby_stack_mb", "sandbox_header",
 }
 
 func newWorkerCmd(s Streams) *cobra.Command {

@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -93,5 +96,51 @@ func TestVersion(t *testing.T) {
 		if code != ExitOK || stdout != version.String()+"\n" || !strings.HasPrefix(stdout, "verl-score "+version.Number()+" (revision ") {
 			t.Errorf("%v: exit %d, %q, %q", args, code, stdout, stderr)
 		}
+	}
+}
+
+// needProgram skips a test when a toolchain is missing, loudly, and fails
+// it under CI=true, where .ci/run has installed it.
+func needProgram(t *testing.T, name string) {
+	t.Helper()
+	if _, err := exec.LookPath(name); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is not installed, and CI must run this test", name)
+		}
+		t.Skipf("SKIPPED: %s is not installed", name)
+	}
+}
+
+// TestRunSaysWhenEveryRubyProgramCrashes: under a memory limit Ruby cannot
+// start (its stack limit is the memory limit, as on SandboxFusion): every
+// response gets -2 as in verl, and run says why and names the flag; with
+// the flag, the programs run.
+func TestRunSaysWhenEveryRubyProgramCrashes(t *testing.T) {
+	needProgram(t, "ruby")
+	dir := t.TempDir()
+	in := writeFile(t, dir, "ruby.jsonl", `{"data_source":"multipl_e","responses":["`+"```ruby\\nputs gets.to_i * 2\\n```"+`","`+"```ruby\\nx = gets.to_i\\nputs x + x\\n```"+`"],"reward_model":{"ground_truth":"{\"inputs\": [\"2\\n\"], \"outputs\": [\"4\\n\"]}"}}`+"\n")
+	summary := filepath.Join(dir, "summary.json")
+	code, _, stderr := run(context.Background(), "run", in, "-o", filepath.Join(dir, "out.jsonl"), "-q", "--language", "auto", "--summary", summary)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "warning: every ruby response (2) crashed at start with SIGSEGV and no output") || !strings.Contains(stderr, "--ruby-stack-mb 8") {
+		t.Errorf("no warning: %s", stderr)
+	}
+	var sum struct {
+		Crashed []struct {
+			Language, Signal, Cause string
+			Responses               int
+		} `json:"crashed_at_start"`
+	}
+	data, _ := os.ReadFile(summary)
+	if err := json.Unmarshal(data, &sum); err != nil || len(sum.Crashed) != 1 || sum.Crashed[0].Language != "ruby" || sum.Crashed[0].Responses != 2 || sum.Crashed[0].Cause == "" {
+		t.Errorf("summary: %s (%v)", data, err)
+	}
+	out := filepath.Join(dir, "lifted.jsonl")
+	code, _, stderr = run(context.Background(), "run", in, "-o", out, "-q", "--language", "auto", "--ruby-stack-mb", "8")
+	data, _ = os.ReadFile(out)
+	if code != ExitOK || !strings.Contains(string(data), `"reward":[1.0,1.0]`) || strings.Contains(stderr, "crashed at start") {
+		t.Errorf("with --ruby-stack-mb 8: exit %d, %s, %s", code, data, stderr)
 	}
 }

@@ -58,6 +58,7 @@ type Config struct {
 	LocalConcurrency   int    `mapstructure:"local_concurrency"`
 	LocalIsolation     string `mapstructure:"isolation"`
 	FastPaths          bool   `mapstructure:"fast_paths"`
+	RubyStackMB        int    `mapstructure:"ruby_stack_mb"`
 }
 
 // Setting describes one configuration key: its flag, default and help.
@@ -108,6 +109,7 @@ func Settings() []Setting {
 		{Key: "retry_sandbox_errors", Flag: "retry-sandbox-errors", Default: 1, Usage: "attempts in all for a SandboxError answer (1 = no retry, as verl)"},
 		{Key: "local_concurrency", Flag: "local-concurrency", Default: runtime.NumCPU(), Usage: "programs run at once by the embedded sandbox"},
 		{Key: "isolation", Flag: "isolation", Default: "auto", Usage: "embedded sandbox isolation: auto (all the kernel allows), basic (no filesystem view, PID or IPC namespace per run) or none"},
+		{Key: "ruby_stack_mb", Flag: "ruby-stack-mb", Default: 0, Usage: "embedded sandbox: stack limit of Ruby runs in MB; 0 sets it to the memory limit as SandboxFusion does, where Ruby cannot start and every Ruby program scores 0 in verl too; 8 lets Ruby run (verdicts then differ from verl's)"},
 		{Key: "fast_paths", Flag: "fast-paths", Default: true, Usage: "embedded sandbox: fork Python runs from a pre-started interpreter, compile C++ against a precompiled bits/stdc++.h and start javac from a class-data archive (same verdicts; false starts and compiles each plainly)"},
 	}
 }
@@ -339,6 +341,9 @@ func (c *Config) Validate() error {
 		errs = append(errs, &ValueError{Key: "max_infra_errors", Err: fmt.Errorf("max_infra_errors must be a fraction from 0 to 1, got %g", c.MaxInfraErrors)})
 	}
 	oneOf("isolation", c.LocalIsolation, "auto", "basic", "none")
+	if c.RubyStackMB < 0 {
+		errs = append(errs, &ValueError{Key: "ruby_stack_mb", Err: fmt.Errorf("ruby_stack_mb must be 0 (the memory limit, as SandboxFusion) or a size in MB, got %d", c.RubyStackMB)})
+	}
 	return errors.Join(errs...)
 }
 

@@ -55,6 +55,10 @@ type responseRecord struct {
 	Cached      int      `json:"cached,omitempty"`
 	Retries     int      `json:"retries,omitempty"`
 	Infra       bool     `json:"infra,omitempty"`
+	Language    string   `json:"language,omitempty"`
+	// Crash is the signal, when every case of the response was killed by
+	// that signal before it wrote anything (a crash at start).
+	Crash string `json:"crash,omitempty"`
 	// Audit is what the audit's probes found (--audit).
 	Audit *score.Audit `json:"audit,omitempty"`
 }

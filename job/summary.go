@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -38,6 +39,11 @@ type Summary struct {
 	FirstInfraError string `json:"first_infra_error,omitempty"`
 	// Endpoints are the figures of each sandbox endpoint of a fleet.
 	Endpoints []sandboxclient.EndpointStats `json:"endpoints,omitempty"`
+	// CrashedAtStart lists the languages all of whose responses were
+	// killed by one signal before writing anything: the sandbox, not the
+	// code, is then the likely cause.
+	CrashedAtStart []CrashNote `json:"crashed_at_start,omitempty"`
+	languages      map[string]*langCrashes
 	// resumedCases are the cases of the rows taken from the journal: they
 	// were not run by this process and do not count in CasesPerSec.
 	resumedCases int
@@ -118,8 +124,110 @@ func newSummary(input, output string, mask bool) *Summary {
 	return s
 }
 
+// CrashNote is a language whose every response crashed at start alike.
+type CrashNote struct {
+	Language  string `json:"language"`
+	Responses int    `json:"responses"`
+	Signal    string `json:"signal"`
+	// Cause is the known reason, where there is one.
+	Cause string `json:"cause,omitempty"`
+}
+
+type langCrashes struct {
+	responses int
+	bySignal  map[string]int
+}
+
+// RubyStackCause explains Ruby's crashes at start under a memory limit.
+const RubyStackCause = "Ruby cannot start when its stack limit equals its memory limit, which is how SandboxFusion runs it under memory_limit_MB " +
+	"(so verl scores every Ruby program 0 there too); --ruby-stack-mb 8 lets Ruby run, with verdicts that then differ from verl's"
+
+// noteLanguages counts the responses of each language and their crashes
+// at start.
+func (s *Summary) noteLanguages(rec *rowRecord) {
+	for _, r := range rec.Responses {
+		if r.Language == "" || r.Err != nil {
+			continue
+		}
+		if s.languages == nil {
+			s.languages = map[string]*langCrashes{}
+		}
+		lc := s.languages[r.Language]
+		if lc == nil {
+			lc = &langCrashes{bySignal: map[string]int{}}
+			s.languages[r.Language] = lc
+		}
+		lc.responses++
+		if r.Crash != "" {
+			lc.bySignal[r.Crash]++
+		}
+	}
+}
+
+// crashNotes lists the languages whose every response crashed at start
+// with one signal.
+func (s *Summary) crashNotes() []CrashNote {
+	var out []CrashNote
+	for lang, lc := range s.languages {
+		for sig, n := range lc.bySignal {
+			if n != lc.responses {
+				continue
+			}
+			note := CrashNote{Language: lang, Responses: n, Signal: sig}
+			if lang == "ruby" && sig == "SIGSEGV" {
+				note.Cause = RubyStackCause
+			}
+			out = append(out, note)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Language < out[j].Language })
+	return out
+}
+
+// crashAtStart returns the signal that killed every case of a response
+// before it wrote anything, or "".
+func crashAtStart(cases []sandboxclient.CaseResult) string {
+	sig := ""
+	for i, c := range cases {
+		if c.Verdict != sandboxclient.VerdictRuntimeError || c.ExitCode == nil || *c.ExitCode >= 0 || (c.Stdout != nil && *c.Stdout != "") || (c.Stderr != nil && *c.Stderr != "") {
+			return ""
+		}
+		name := signalName(-*c.ExitCode)
+		if i > 0 && name != sig {
+			return ""
+		}
+		sig = name
+	}
+	return sig
+}
+
+// signalName is a Linux signal's name (the numbers a sandbox reports as
+// negative return codes).
+func signalName(n int) string {
+	names := map[int]string{4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV",
+		13: "SIGPIPE", 15: "SIGTERM", 24: "SIGXCPU", 25: "SIGXFSZ", 31: "SIGSYS"}
+	if name, ok := names[n]; ok {
+		return name
+	}
+	return "signal " + strconv.Itoa(n)
+}
+
+// Warnings are what the summary found that a person should hear about.
+func (s *Summary) Warnings() []string {
+	var out []string
+	for _, c := range s.CrashedAtStart {
+		w := fmt.Sprintf("every %s response (%d) crashed at start with %s and no output: the sandbox, not the code, is the likely cause", c.Language, c.Responses, c.Signal)
+		if c.Cause != "" {
+			w += ": " + c.Cause
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
 // add folds one finished row into the summary.
 func (s *Summary) add(rec *rowRecord, mask bool) {
+	s.noteLanguages(rec)
 	src := rec.DataSource
 	if src == "" {
 		src = "(none)"
@@ -277,6 +385,7 @@ func (g *Group) finish() {
 
 func (s *Summary) finish(wall time.Duration) {
 	s.WallSeconds = wall.Seconds()
+	s.CrashedAtStart = s.crashNotes()
 	s.foldPrompts()
 	s.Overall.finish()
 	for _, g := range s.BySource {
@@ -387,6 +496,9 @@ func (s *Summary) WriteTable(w io.Writer) {
 	fmt.Fprintln(w)
 	s.writeExactNote(w)
 	s.writeAuditNote(w)
+	for _, c := range s.CrashedAtStart {
+		fmt.Fprintf(w, "crashed at start: every %s response (%d) with %s and no output\n", c.Language, c.Responses, c.Signal)
+	}
 	if len(s.Endpoints) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "endpoint\tweight\trequests\terrors\tejections\tmean latency ms\t")

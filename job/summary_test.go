@@ -2,8 +2,11 @@ package job
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/verl-score/verl-score/sandboxclient"
 )
 
 func TestPassAtK(t *testing.T) {
@@ -78,5 +81,54 @@ func TestSummaryMeansAndMask(t *testing.T) {
 		if s.Overall.Verdicts["True"] != 7 || s.Overall.Verdicts["-1"] != 5 || s.Overall.Verdicts["-3"] != 1 {
 			t.Errorf("mask %v: verdict counts %v", tt.mask, s.Overall.Verdicts)
 		}
+	}
+}
+
+// TestCrashedAtStart: a language all of whose responses were killed by one
+// signal before writing anything is named, with Ruby's known cause; one
+// response that wrote something, another signal, or another verdict keeps
+// a language off the list.
+func TestCrashedAtStart(t *testing.T) {
+	segv, abrt, one := -11, -6, 1
+	empty, text := "", "partial"
+	crash := func(code int, out *string) sandboxclient.CaseResult {
+		return sandboxclient.CaseResult{Verdict: sandboxclient.VerdictRuntimeError, ExitCode: &code, Stdout: out, Stderr: &empty}
+	}
+	if got := crashAtStart([]sandboxclient.CaseResult{crash(segv, &empty), crash(segv, nil)}); got != "SIGSEGV" {
+		t.Errorf("two segfaults: %q", got)
+	}
+	for name, cases := range map[string][]sandboxclient.CaseResult{
+		"wrote something": {crash(segv, &empty), crash(segv, &text)},
+		"two signals":     {crash(segv, &empty), crash(abrt, &empty)},
+		"an exit status":  {crash(one, &empty)},
+		"a timeout":       {{Verdict: sandboxclient.VerdictTimeout, ExitCode: &segv}},
+		"no cases":        nil,
+	} {
+		if got := crashAtStart(cases); got != "" {
+			t.Errorf("%s: %q, want none", name, got)
+		}
+	}
+
+	s := newSummary("in", "out", false)
+	resp := func(lang, crash string) responseRecord {
+		return responseRecord{Verdicts: []int8{-2}, Language: lang, Crash: crash}
+	}
+	s.add(&rowRecord{DataSource: "x", Responses: []responseRecord{resp("ruby", "SIGSEGV"), resp("ruby", "SIGSEGV"), resp("lua", "SIGSEGV"), resp("lua", "")}}, false)
+	s.add(&rowRecord{Index: 1, DataSource: "x", Responses: []responseRecord{resp("ruby", "SIGSEGV"), resp("php", "SIGABRT")}}, false)
+	s.finish(time.Second)
+	if len(s.CrashedAtStart) != 2 || s.CrashedAtStart[0].Language != "php" || s.CrashedAtStart[1].Language != "ruby" || s.CrashedAtStart[1].Responses != 3 {
+		t.Fatalf("crashed at start: %+v", s.CrashedAtStart)
+	}
+	if s.CrashedAtStart[1].Cause != RubyStackCause || s.CrashedAtStart[0].Cause != "" {
+		t.Errorf("causes: %+v", s.CrashedAtStart)
+	}
+	w := s.Warnings()
+	if len(w) != 2 || !strings.Contains(w[1], "every ruby response (3) crashed at start with SIGSEGV") || !strings.Contains(w[1], "--ruby-stack-mb") {
+		t.Errorf("warnings: %q", w)
+	}
+	var table strings.Builder
+	s.WriteTable(&table)
+	if !strings.Contains(table.String(), "crashed at start: every ruby response (3) with SIGSEGV and no output") {
+		t.Errorf("table:\n%s", table.String())
 	}
 }

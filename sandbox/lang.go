@@ -384,6 +384,15 @@ func runLimits(spec *langSpec, memMB int, timeout time.Duration) limits {
 	return lim
 }
 
+// runLimits are runLimits with the sandbox's own options.
+func (l *Local) runLimits(spec *langSpec, memMB int, timeout time.Duration) limits {
+	lim := runLimits(spec, memMB, timeout)
+	if spec == languages["ruby"] && l.opts.RubyStackMB > 0 && lim.stackMB > 0 {
+		lim.stackMB = l.opts.RubyStackMB
+	}
+	return lim
+}
+
 // compileLimits: compilers are trusted programs reading untrusted input;
 // they get a generous data limit so that a template bomb cannot take the
 // host's memory.

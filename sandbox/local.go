@@ -92,6 +92,11 @@ type Options struct {
 	// forked from a server that has run it already (forkserver.go), so
 	// that the modules are imported once, not by every run.
 	PythonPrelude string
+	// RubyStackMB, when positive, is the stack limit of Ruby runs in
+	// place of the memory limit SandboxFusion gives it, under which Ruby
+	// cannot start (every Ruby program segfaults there, and verl scores it
+	// 0). Verdicts then differ from verl's.
+	RubyStackMB int
 }
 
 // Stats counts what a Local has done.
@@ -666,7 +671,7 @@ func (l *Local) execute(ctx context.Context, spec *langSpec, req *sandboxclient.
 	st := stepSpec{
 		stdin:   stdin,
 		timeout: timeout,
-		lim:     runLimits(spec, req.MemoryLimitMB, timeout),
+		lim:     l.runLimits(spec, req.MemoryLimitMB, timeout),
 		asRoot:  l.rootOnly[spec.runProgram],
 	}
 	if l.iso.contained {

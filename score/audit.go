@@ -18,6 +18,7 @@ const (
 	FlagFunctionRaised    = "function_raised"     // fn_name: the call raised, the driver printed nothing
 	FlagExitInFunction    = "exit_in_function"    // fn_name: the program ended before the driver printed
 	FlagReadsFile         = "reads_file"          // opened a file to read outside the interpreter's own
+	FlagCustomEq          = "custom_eq"           // assert mode: a compared value is equal to anything, or has its own __eq__
 )
 
 // Audit is what the probes of one response found.
@@ -95,6 +96,8 @@ func (e *Engine) audit(ctx context.Context, st *solState) {
 				raised = true
 			case strings.HasPrefix(r, testcases.ProbeOpen):
 				caseFlags = append(caseFlags, FlagReadsFile+" "+strings.TrimPrefix(r, testcases.ProbeOpen))
+			case strings.HasPrefix(r, testcases.ProbeEq) && c.Assert != "":
+				caseFlags = append(caseFlags, FlagCustomEq+" "+strings.TrimPrefix(r, testcases.ProbeEq))
 			}
 		}
 		switch {

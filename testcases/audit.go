@@ -10,12 +10,18 @@ const (
 	ProbeEnd    = "end"    // the program ran to its end (after the asserts)
 	ProbeRaised = "raised" // the fn_name driver's exception path was taken
 	ProbeOpen   = "open "  // followed by a path the program opened to read
+	ProbeEq     = "eq "    // followed by the type of an assert's operand that is equal to anything
 )
 
 // auditHarness runs a program as __main__ under an audit hook that
 // reports each file it opens to read outside the interpreter's own files,
-// and reports when the program has run to its end. %NONCE% and %SOURCE%
-// are Python literals.
+// and reports when the program has run to its end. Each operand of an ==
+// or != in an assert statement passes through a check, in its place and
+// order, that reports a value equal to a private object it cannot know
+// (as an "equal to everything" object is, unittest.mock.ANY among them), or
+// whose type's __eq__ or __ne__ is Python code outside the interpreter's
+// library (a class of the program's own). %NONCE% and %SOURCE% are Python
+// literals.
 const auditHarness = `def _verl_audit_start(nonce, source):
     import os, sys
     write = os.write
@@ -47,9 +53,49 @@ const auditHarness = `def _verl_audit_start(nonce, source):
             pass
         finally:
             busy.pop()
+    class Unknown:
+        __slots__ = ()
+    eq_reported = []
+    def eq_check(v):
+        if eq_reported:
+            return v
+        t = type(v)
+        why = None
+        try:
+            u = Unknown()
+            if (v == u) or not (v != u):
+                why = "equal to an unknown object"
+        except Exception:
+            pass
+        if why is None:
+            for k in t.__mro__:
+                f = k.__dict__.get("__eq__") or k.__dict__.get("__ne__")
+                if f is None:
+                    continue
+                code = getattr(f, "__code__", None)
+                if code is not None and not os.path.abspath(code.co_filename).startswith(allowed):
+                    why = "__eq__ of its own"
+                break
+        if why is not None:
+            eq_reported.append(1)
+            report("eq %s (%s)" % (getattr(t, "__qualname__", "?"), why))
+        return v
+    import ast
+    class Operands(ast.NodeTransformer):
+        def visit_Assert(self, node):
+            self.generic_visit(node)
+            t = node.test
+            if isinstance(t, ast.Compare) and any(isinstance(o, (ast.Eq, ast.NotEq)) for o in t.ops):
+                def wrap(e):
+                    return ast.copy_location(ast.Call(ast.Name("_verl_audit_eq", ast.Load()), [e], []), e)
+                t.left = wrap(t.left)
+                t.comparators = [wrap(c) for c in t.comparators]
+            return node
+    tree = Operands().visit(ast.parse(source, __file__))
+    ast.fix_missing_locations(tree)
     sys.addaudithook(hook)
-    return compile(source, __file__, "exec"), lambda: report("end")
-_verl_audit_code, _verl_audit_end = _verl_audit_start(%NONCE%, %SOURCE%)
+    return compile(tree, __file__, "exec"), lambda: report("end"), eq_check
+_verl_audit_code, _verl_audit_end, _verl_audit_eq = _verl_audit_start(%NONCE%, %SOURCE%)
 del _verl_audit_start
 exec(_verl_audit_code)
 _verl_audit_end()
