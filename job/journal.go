@@ -56,6 +56,9 @@ type responseRecord struct {
 	Retries     int      `json:"retries,omitempty"`
 	Infra       bool     `json:"infra,omitempty"`
 	Language    string   `json:"language,omitempty"`
+	// StarvedReruns counts the requests the embedded sandbox ran again
+	// because a step was starved for a CPU.
+	StarvedReruns int `json:"starved_reruns,omitempty"`
 	// Crash is the signal, when every case of the response was killed by
 	// that signal before it wrote anything (a crash at start).
 	Crash string `json:"crash,omitempty"`

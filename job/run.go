@@ -468,6 +468,9 @@ func (p *pipeline) collect(r *score.Result) error {
 	rr := responseRecord{Reward: r.Score, RewardExact: p.exactOf(r), Verdicts: r.Verdicts(), Statuses: r.Statuses(),
 		Requests: r.Requests, Saved: r.Saved, Deduped: r.Deduped, Cached: r.Cached, Retries: r.Retries, Infra: r.Infra(), Audit: r.Audit,
 		Language: r.Language, Crash: crashAtStart(r.Cases)}
+	for _, c := range r.Cases {
+		rr.StarvedReruns += c.StarvedReruns
+	}
 	if r.Err != "" {
 		e := r.Err
 		rr.Err = &e

@@ -79,10 +79,13 @@ type Group struct {
 	SavedByDedup   int            `json:"requests_saved_by_dedup"`
 	SavedByCache   int            `json:"requests_saved_by_cache"`
 	Retries        int            `json:"retries"`
-	InfraResponses int            `json:"responses_with_infra_error"`
-	InfraErrorRate float64        `json:"infra_error_rate"`
-	Masked         int            `json:"responses_masked"`
-	ResponseErrors int            `json:"responses_with_error"`
+	// StarvedReruns counts the requests run again because a step waited
+	// for a CPU past the time given back for it (embedded sandbox).
+	StarvedReruns  int     `json:"starved_reruns"`
+	InfraResponses int     `json:"responses_with_infra_error"`
+	InfraErrorRate float64 `json:"infra_error_rate"`
+	Masked         int     `json:"responses_masked"`
+	ResponseErrors int     `json:"responses_with_error"`
 	// With a compare mode or a checker: the mean score under verl's exact
 	// comparison, and the responses whose reward differs from that one.
 	MeanScoreExact  *float64 `json:"mean_score_exact,omitempty"`
@@ -282,6 +285,7 @@ func (g *Group) addRow(rec *rowRecord, mask bool) {
 		g.SavedByDedup += r.Deduped
 		g.SavedByCache += r.Cached
 		g.Retries += r.Retries
+		g.StarvedReruns += r.StarvedReruns
 		g.Cases += len(r.Verdicts)
 		if r.Err != nil {
 			g.ResponseErrors++
@@ -486,6 +490,9 @@ func (s *Summary) WriteTable(w io.Writer) {
 	}
 	if n := s.Overall.ResponseErrors; n > 0 {
 		fmt.Fprintf(w, "; %s could not be run (see reward_error)", progress.Count(n, "response"))
+	}
+	if n := s.Overall.StarvedReruns; n > 0 {
+		fmt.Fprintf(w, "; %s run again: starved for a CPU", progress.Count(n, "request"))
 	}
 	if s.Resumed > 0 {
 		fmt.Fprintf(w, "; %s taken from the journal", progress.Count(s.Resumed, "row"))

@@ -247,6 +247,7 @@ type stepProc struct {
 	forked  bool             // started by the Python fork server
 	state   *os.ProcessState // exec'd steps, once done
 	waitErr error
+	pid     int // an exec'd step's first process; 0 when forked
 }
 
 // errForkLost: the fork server could not start the step's program, so
@@ -324,7 +325,7 @@ func (l *Local) startStep(s *stepSpec, uid int, fork bool, stdin, stdout, stderr
 		return nil, err
 	}
 	done := make(chan struct{})
-	p := &stepProc{done: done, report: report}
+	p := &stepProc{done: done, report: report, pid: cmd.Process.Pid}
 	pgid := cmd.Process.Pid
 	p.kill = func() { syscall.Kill(-pgid, syscall.SIGKILL) }
 	go func() {
@@ -414,13 +415,28 @@ func (l *Local) runStepAs(ctx context.Context, s *stepSpec, uid int, fork bool) 
 	}
 	timer := time.NewTimer(s.timeout)
 	defer timer.Stop()
-	timedOut, cancelled := false, false
-	select {
-	case <-p.done:
-	case <-timer.C:
-		timedOut = true
-	case <-ctx.Done():
-		cancelled = true
+	timedOut, cancelled, starved := false, false, false
+	var granted time.Duration // time given back for waiting (starve.go)
+wait:
+	for {
+		select {
+		case <-p.done:
+		case <-timer.C:
+			if l.iso.contained || uid >= 0 {
+				extra, st := starvation(s.timeout, l.now().Sub(start), granted, readStepCPU(stepTasks(uid, p.pid)))
+				if extra > 0 {
+					granted += extra
+					l.starveGrants.Add(1)
+					timer.Reset(extra)
+					continue wait
+				}
+				starved = st
+			}
+			timedOut = true
+		case <-ctx.Done():
+			cancelled = true
+		}
+		break
 	}
 	elapsed := l.now().Sub(start)
 	// Whatever happened, nothing of the step may live on: the group first,
@@ -462,6 +478,7 @@ func (l *Local) runStepAs(ctx context.Context, s *stepSpec, uid int, fork bool) 
 	}
 	if timedOut {
 		res.Status = sandboxclient.StepTimeLimitExceeded
+		res.Starved = starved
 		return res, nil, nil
 	}
 	res.Status = sandboxclient.StepFinished

@@ -38,6 +38,12 @@ type StepResult struct {
 	ReturnCode    *int    `json:"return_code"`
 	Stdout        string  `json:"stdout"`
 	Stderr        string  `json:"stderr"`
+
+	// Starved marks a step that reached its limit having waited for a CPU
+	// past the time given back for it (the embedded sandbox's rule, see
+	// sandbox/starve.go): the time was the machine's, not the program's.
+	// Not part of the wire format: over HTTP it is TimeLimitExceeded.
+	Starved bool `json:"-"`
 }
 
 // Response is the JSON body a SandboxFusion server answers with.
@@ -52,6 +58,9 @@ type Response struct {
 	// Attempts is how many HTTP requests it took to get this response
 	// (1 without retries). Not part of the wire format.
 	Attempts int `json:"-"`
+	// StarvedReruns is how many times the embedded sandbox ran the request
+	// again because a step was starved. Not part of the wire format.
+	StarvedReruns int `json:"-"`
 }
 
 // Client runs one request and returns one response. An error means no

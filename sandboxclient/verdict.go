@@ -40,6 +40,7 @@ const (
 	CaseSandboxError           = "sandbox_error"
 	CaseCompileError           = "compile_error"
 	CaseCompileTimeout         = "compile_timeout"
+	CaseStarved                = "starved" // a step waited for a CPU past its grace, twice: the machine's, not the program's
 	CaseCompileErrorSkipped    = "compile_error_skipped"
 	CaseTimeout                = "timeout"
 	CaseRuntimeError           = "runtime_error"
@@ -87,6 +88,9 @@ type CaseResult struct {
 	// Cached is set when the answer came from the result cache of an
 	// earlier run (Attempts is then 0).
 	Cached bool `json:"cached,omitempty"`
+	// StarvedReruns counts the embedded sandbox's reruns of a request
+	// whose step was starved for a CPU (sandbox/starve.go).
+	StarvedReruns int `json:"starved_reruns,omitempty"`
 }
 
 // ExactVerdict is the case's verdict under verl's exact comparison.
@@ -150,6 +154,15 @@ func Judge(caseIndex int, input, expectedText string, expected *string, resp *Re
 		r.ExitCode = rr.ReturnCode
 	}
 
+	r.StarvedReruns = resp.StarvedReruns
+	switch {
+	case status == StatusFailed && ((cr != nil && cr.Starved) || (rr != nil && rr.Starved)):
+		msg := "starved: a step reached its time limit waiting for a CPU, twice (the second time with fewer runs beside it)"
+		r.APIRequestError = &msg
+		r.Status = CaseStarved
+		r.Infra = true
+		return r
+	}
 	switch status {
 	case StatusSandboxError:
 		r.Status = CaseSandboxError

@@ -1,0 +1,140 @@
+package sandbox
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// Time a step spent waiting for a CPU is not the program's. SandboxFusion
+// ends a step at its wall-clock limit, which is right for a program that
+// uses the time (a loop, a sleep) and noise for one the machine starved: on
+// a loaded host a compile or a run can reach its limit having run for a
+// fraction of it. So when a step reaches its limit, the sandbox reads, from
+// /proc/PID/task/TID/schedstat, how long the step's threads were runnable
+// but not running. If the step got less than one CPU on average and its
+// busiest thread waited, it gets that waiting time back and goes on; at
+// the next limit the same again, up to starveGrace times the limit in all.
+// A program that loops or sleeps reaches its limit without having waited
+// and ends there, as on SandboxFusion; a program that keeps the CPUs busy
+// itself (more threads than CPUs) got its CPU and ends there too. A step
+// still starved when its grace is spent is marked Starved: the request is
+// run once more with fewer runs beside it, and a starved answer again is
+// an infrastructure failure (status starved, -1), never a verdict.
+//
+// The step's tasks are found by its user (steps under a user of their own)
+// or by its PID namespace (contained steps run as root); a step with
+// neither (isolation none, as root) keeps the plain wall-clock rule.
+
+const (
+	// starveGrace bounds the waiting given back, as a multiple of the
+	// limit: a step ends by (1 + starveGrace) times its limit.
+	starveGrace = 3
+	// starveMin is the least waiting, as a fraction of the limit, worth
+	// giving back; a step that waited less than that at its limit was
+	// not starved.
+	starveMin = 0.05
+)
+
+// stepCPU is what the scheduler says of a step's live threads: the CPU
+// time they used, and the waiting of the thread that wanted a CPU the
+// longest (ran plus waited the most).
+type stepCPU struct {
+	run, busiestWait time.Duration
+	threads          int
+}
+
+// stepTasks finds the step's live processes: those of user uid when uid
+// is not negative, else those in the PID namespace of process pid (its
+// init); none when neither can tell them apart from the host's.
+func stepTasks(uid, pid int) []string {
+	var ns string
+	if uid < 0 {
+		if pid <= 0 {
+			return nil
+		}
+		self, _ := os.Readlink("/proc/self/ns/pid")
+		ns, _ = os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/pid")
+		if ns == "" || ns == self {
+			return nil
+		}
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		name := e.Name()
+		if name[0] < '0' || name[0] > '9' {
+			continue
+		}
+		dir := "/proc/" + name
+		if uid >= 0 {
+			var st syscall.Stat_t
+			if syscall.Stat(dir, &st) != nil || int(st.Uid) != uid {
+				continue
+			}
+		} else if l, _ := os.Readlink(dir + "/ns/pid"); l != ns {
+			continue
+		}
+		out = append(out, dir)
+	}
+	return out
+}
+
+// readStepCPU sums the schedstat of every thread of procs.
+func readStepCPU(procs []string) stepCPU {
+	var c stepCPU
+	var busiest time.Duration
+	for _, p := range procs {
+		tasks, _ := filepath.Glob(p + "/task/*/schedstat")
+		for _, t := range tasks {
+			b, err := os.ReadFile(t)
+			if err != nil {
+				continue
+			}
+			f := bytes.Fields(b)
+			if len(f) < 2 {
+				continue
+			}
+			run, err1 := strconv.ParseInt(string(f[0]), 10, 64)
+			wait, err2 := strconv.ParseInt(string(f[1]), 10, 64)
+			if err1 != nil || err2 != nil {
+				continue
+			}
+			c.threads++
+			c.run += time.Duration(run)
+			if d := time.Duration(run + wait); d > busiest {
+				busiest, c.busiestWait = d, time.Duration(wait)
+			}
+		}
+	}
+	return c
+}
+
+// starvation decides, at a step's limit, what the waiting it was given
+// back so far (granted) and what the scheduler says now (c) mean: more
+// time to give (extra > 0), or an end that is starved (the grace is spent
+// and it still waited) or a plain timeout.
+func starvation(limit, elapsed, granted time.Duration, c stepCPU) (extra time.Duration, starved bool) {
+	if c.threads == 0 || elapsed <= 0 {
+		return 0, false
+	}
+	owed := c.busiestWait - granted
+	if owed < time.Duration(starveMin*float64(limit)) || c.run >= elapsed {
+		// It did not wait much, or it had a CPU's worth of time or more:
+		// the time was the program's.
+		return 0, false
+	}
+	if left := time.Duration(starveGrace)*limit - granted; owed > left {
+		if left < time.Duration(starveMin*float64(limit)) {
+			return 0, true
+		}
+		owed = left
+	}
+	return owed, false
+}
