@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -34,9 +35,14 @@ EXIT STATUS
 // checkKeys are the configuration keys check takes: those of run, less
 // the ones about run's own outputs.
 func checkKeys() []string {
+	return scoringKeysExcept("infra_errors", "max_infra_errors", "cases_out_max_text")
+}
+
+// scoringKeysExcept is scoringKeys less the keys named.
+func scoringKeysExcept(drop ...string) []string {
 	var keys []string
 	for _, k := range scoringKeys {
-		if k != "infra_errors" && k != "max_infra_errors" && k != "cases_out_max_text" {
+		if !slices.Contains(drop, k) {
 			keys = append(keys, k)
 		}
 	}

@@ -9,11 +9,10 @@ import (
 )
 
 // workerKeys are the scoring settings that apply to single reward calls:
-// those of run less the ones about reading and writing files.
-var workerKeys = []string{
-	"sandbox_url", "max_concurrent", "timeout", "memory_limit_mb", "mode", "language", "extract",
-	"no_compile_skip", "no_dedup", "compare", "checker_key", "audit", "audit_fail", "cache", "cache_key", "cache_timeouts", "cache_max_mb",
-	"retry_overload", "retry_sandbox_errors", "local_concurrency", "isolation", "fast_paths", "ruby_stack_mb", "sandbox_header",
+// those of run less the ones about reading rows and writing files.
+func workerKeys() []string {
+	return scoringKeysExcept("response_key", "data_source_key", "ground_truth_key", "data_source", "language_key",
+		"infra_errors", "max_infra_errors", "cases_out_max_text")
 }
 
 func newWorkerCmd(s Streams) *cobra.Command {
@@ -51,7 +50,7 @@ go to stderr.` + configExitHelp,
 			return worker.Serve(c.Context(), sc.eng, s.In, s.Out, worker.Ready{Version: version.Number(), Sandbox: sc.desc})
 		},
 	}
-	loader = config.AddFlags(c.Flags(), workerKeys...)
+	loader = config.AddFlags(c.Flags(), workerKeys()...)
 	return c
 }
 
