@@ -1,7 +1,12 @@
 //go:build noisy
 
-// The noisy-neighbour test: .ci/run runs it with -tags noisy after the
-// README's test command (it keeps the machine busy for minutes).
+// The noisy-neighbour test (issue #26). It keeps the machine busy for many
+// minutes and does not pass yet: a fork-spinning neighbour in the same
+// run slows some programs in ways the time given back for CPU waiting does
+// not cover (no cgroup per run yet), so .ci/run does not run it. Run it by
+// hand:
+//
+//	go test -count=1 -tags noisy -run TestNoisyNeighbour -v ./job
 
 package job
 
