@@ -153,8 +153,11 @@ func (p *uidPool) get() uint32 {
 	for len(p.free) == 0 {
 		p.cond.Wait()
 	}
-	u := p.free[len(p.free)-1]
-	p.free = p.free[:len(p.free)-1]
+	// The user freed longest ago: what a step left behind as it ended (a
+	// namespace of many processes dies over a while) is gone by the time
+	// its user comes round again, and never counts as a later step's.
+	u := p.free[0]
+	p.free = p.free[1:]
 	return u
 }
 
@@ -423,7 +426,8 @@ wait:
 		case <-p.done:
 		case <-timer.C:
 			if l.iso.contained || uid >= 0 {
-				extra, st := starvation(s.timeout, l.now().Sub(start), granted, readStepCPU(stepTasks(uid, p.pid)))
+				elapsed := l.now().Sub(start)
+				extra, st := starvation(s.timeout, elapsed, granted, readStepCPU(stepTasks(uid, p.pid, elapsed)))
 				if extra > 0 {
 					granted += extra
 					l.starveGrants.Add(1)

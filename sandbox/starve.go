@@ -49,8 +49,10 @@ type stepCPU struct {
 
 // stepTasks finds the step's live processes: those of user uid when uid
 // is not negative, else those in the PID namespace of process pid (its
-// init); none when neither can tell them apart from the host's.
-func stepTasks(uid, pid int) []string {
+// init); none when neither can tell them apart from the host's. Processes
+// started before the step (age, with a second's slack) are not its.
+func stepTasks(uid, pid int, age time.Duration) []string {
+	oldest := uptime() - age - time.Second
 	var ns string
 	if uid < 0 {
 		if pid <= 0 {
@@ -81,9 +83,57 @@ func stepTasks(uid, pid int) []string {
 		} else if l, _ := os.Readlink(dir + "/ns/pid"); l != ns {
 			continue
 		}
+		if started(dir) < oldest {
+			continue
+		}
 		out = append(out, dir)
 	}
 	return out
+}
+
+// clockTick is the unit of /proc/PID/stat's start time (USER_HZ, 100 on
+// every architecture Linux runs Go on).
+const clockTick = 10 * time.Millisecond
+
+// uptime is the time since boot, as /proc/PID/stat counts start times.
+func uptime() time.Duration {
+	b, err := os.ReadFile("/proc/uptime")
+	if err != nil {
+		return 0
+	}
+	f := bytes.Fields(b)
+	if len(f) == 0 {
+		return 0
+	}
+	s, err := strconv.ParseFloat(string(f[0]), 64)
+	if err != nil {
+		return 0
+	}
+	return time.Duration(s * float64(time.Second))
+}
+
+// started is when the process of /proc directory dir started, since boot;
+// 0 when it cannot be read.
+func started(dir string) time.Duration {
+	b, err := os.ReadFile(dir + "/stat")
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name, which is in parentheses and may
+	// hold anything: the start time is the 22nd field, the 20th after it.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 20 {
+		return 0
+	}
+	ticks, err := strconv.ParseInt(string(f[19]), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return time.Duration(ticks) * clockTick
 }
 
 // readStepCPU sums the schedstat of every thread of procs.

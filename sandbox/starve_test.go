@@ -4,6 +4,7 @@ import (
 	"context"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -88,5 +89,33 @@ func TestStarvedStepGetsItsTimeBack(t *testing.T) {
 	}
 	if r := run("while True:\n    pass\n"); r.RunResult == nil || r.RunResult.Status != sandboxclient.StepTimeLimitExceeded {
 		t.Errorf("a loop under load: %s", respText(r, nil))
+	}
+}
+
+// TestStepTasksAreTheSteps: a step's tasks are found by its user, and a
+// process of that user that started before the step is not one of them.
+func TestStepTasksAreTheSteps(t *testing.T) {
+	old := exec.Command("/bin/sleep", "30")
+	old.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 0x3fff0001, Gid: 0x3fff0001}}
+	if err := old.Start(); err != nil {
+		t.Skipf("SKIPPED: cannot start a process as another user: %v", err)
+	}
+	defer func() { old.Process.Kill(); old.Wait() }()
+	time.Sleep(1500 * time.Millisecond)
+	young := exec.Command("/bin/sleep", "30")
+	young.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 0x3fff0001, Gid: 0x3fff0001}}
+	if err := young.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { young.Process.Kill(); young.Wait() }()
+	got := stepTasks(0x3fff0001, 0, 100*time.Millisecond)
+	if len(got) != 1 || got[0] != "/proc/"+strconv.Itoa(young.Process.Pid) {
+		t.Errorf("the step's tasks: %v, want only the younger sleep (%d; the older is %d)", got, young.Process.Pid, old.Process.Pid)
+	}
+	if all := stepTasks(0x3fff0001, 0, time.Hour); len(all) != 2 {
+		t.Errorf("with a step an hour old: %v, want both", all)
+	}
+	if c := readStepCPU(got); c.threads != 1 {
+		t.Errorf("schedstat of the sleep: %+v", c)
 	}
 }
