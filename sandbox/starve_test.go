@@ -55,8 +55,9 @@ func hogs(t *testing.T, n int) {
 // TestStarvedStepGetsItsTimeBack: with 3 busy loops per CPU on the host, a
 // program that needs half its limit of CPU reaches the limit having run a
 // fraction of it: it gets the time it waited back and finishes, where a
-// wall-clock rule says -3. A program that sleeps past its limit, and one
-// that loops forever, still end in a timeout.
+// wall-clock rule says -3 (or, on a machine busier still, it is reported
+// starved: never a plain timeout). A program that sleeps past its limit
+// still times out, and so does one that loops forever.
 func TestStarvedStepGetsItsTimeBack(t *testing.T) {
 	l := sharedSandbox(t)
 	needTools(t, l, "python")
@@ -78,13 +79,20 @@ func TestStarvedStepGetsItsTimeBack(t *testing.T) {
 		}
 		return resp
 	}
-	if r := run(work); r.Status != sandboxclient.StatusSuccess || r.RunResult.Stdout != "done\n" {
+	r := run(work)
+	finished := r.Status == sandboxclient.StatusSuccess && r.RunResult.Stdout == "done\n"
+	starved := r.RunResult != nil && r.RunResult.Status == sandboxclient.StepTimeLimitExceeded && r.RunResult.Starved
+	if !finished && !starved {
 		t.Errorf("half a limit of work under load: %s", respText(r, nil))
+	}
+	if starved {
+		t.Logf("the machine was busier than the test's own load: the work was starved past its grace")
 	}
 	if l.Stats().StarveGrants == before.StarveGrants {
 		t.Error("no time was given back")
 	}
-	if r := run("import time\ntime.sleep(5)\n"); r.RunResult == nil || r.RunResult.Status != sandboxclient.StepTimeLimitExceeded || r.RunResult.Starved || r.RunResult.ExecutionTime > 3 {
+	// A sleeper gets back at most what its start-up waited, and times out.
+	if r := run("import time\ntime.sleep(5)\n"); r.RunResult == nil || r.RunResult.Status != sandboxclient.StepTimeLimitExceeded || r.RunResult.Starved {
 		t.Errorf("a sleeper under load: %s", respText(r, nil))
 	}
 	if r := run("while True:\n    pass\n"); r.RunResult == nil || r.RunResult.Status != sandboxclient.StepTimeLimitExceeded {
