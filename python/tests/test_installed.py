@@ -125,8 +125,11 @@ class InstalledWheel(unittest.TestCase):
             verl_score.compute_score("taco", "```python\nprint(1)\n```", "{}")
         self.assertIn("timeout must be positive", str(e.exception))
 
-        with self.assertRaises(TypeError):
-            verl_score.compute_score("taco", "x", "{}", no_such_option=1)
+        verl_score.configure()
+        with self.assertWarns(UserWarning) as w:
+            r = verl_score.compute_score("taco", "x", "{}", no_such_option=1)
+        self.assertIn("no_such_option", str(w.warning))
+        self.assertEqual(r["score"], 0.0)
 
     def test_a_forked_child_has_its_own_worker(self):
         verl_score.compute_score("taco", "```python\nprint(1)\n```", {"inputs": ["\n"], "outputs": ["1\n"]})

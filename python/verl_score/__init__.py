@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -183,7 +184,10 @@ class _Worker:
 
     def _read_results(self) -> None:
         for line in self.proc.stdout:
-            res = json.loads(line)
+            try:
+                res = json.loads(line)
+            except ValueError:
+                continue  # not a result: nothing waits for it
             with self._lock:
                 fut = self._pending.pop(res.get("id"), None)
             if fut is not None:
@@ -297,10 +301,20 @@ def _score_of(res: dict[str, Any]) -> Score:
     )
 
 
+_warned: set[str] = set()
+
+
 def _check_kwargs(kwargs: dict[str, Any]) -> None:
-    unknown = set(kwargs) - _VERL_KWARGS
+    # verl's reward managers pass what their configuration holds; an
+    # argument this function does not know is said once, never fatal to a
+    # training run.
+    unknown = set(kwargs) - _VERL_KWARGS - _warned
     if unknown:
-        raise TypeError(f"verl_score: unexpected keyword arguments {sorted(unknown)}; worker options go to verl_score.configure()")
+        _warned.update(unknown)
+        warnings.warn(
+            f"verl_score: ignoring keyword arguments {sorted(unknown)}; worker options go to verl_score.configure()",
+            stacklevel=3,
+        )
 
 
 def score_details(data_source, solution_str, ground_truth, extra_info=None, *, language: str | None = None, **kwargs) -> Score:
