@@ -320,15 +320,23 @@ func (l *Local) Run(ctx context.Context, req *sandboxclient.Request) (*sandboxcl
 		return resp, err
 	}
 	// A step was starved for a CPU past its grace (starve.go): once more,
-	// one such rerun at a time, holding a slot of its own so that fewer
-	// runs go beside it.
+	// alone. The rerun takes every slot but the one its own steps use, as
+	// the runs in progress end, so that no other run of this sandbox goes
+	// beside it: the sandbox's own runs can starve one another when it
+	// runs more at once than there are CPUs. One such rerun at a time.
 	l.starvedReruns.Add(1)
 	l.rerunMu.Lock()
 	defer l.rerunMu.Unlock()
-	if cap(l.sem) > 1 {
+	held := 0
+	defer func() {
+		for range held {
+			<-l.sem
+		}
+	}()
+	for held < cap(l.sem)-1 {
 		select {
 		case l.sem <- struct{}{}:
-			defer func() { <-l.sem }()
+			held++
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}

@@ -22,8 +22,8 @@ import (
 // and ends there, as on SandboxFusion; a program that keeps the CPUs busy
 // itself (more threads than CPUs) got its CPU and ends there too. A step
 // still starved when its grace is spent is marked Starved: the request is
-// run once more with fewer runs beside it, and a starved answer again is
-// an infrastructure failure (status starved, -1), never a verdict.
+// run once more, alone among the sandbox's runs, and a starved answer
+// again is an infrastructure failure (status starved, -1), never a verdict.
 //
 // The step's tasks are found by its user (steps under a user of their own)
 // or by its PID namespace (contained steps run as root); a step with

@@ -157,7 +157,7 @@ func Judge(caseIndex int, input, expectedText string, expected *string, resp *Re
 	r.StarvedReruns = resp.StarvedReruns
 	switch {
 	case status == StatusFailed && ((cr != nil && cr.Starved) || (rr != nil && rr.Starved)):
-		msg := "starved: a step reached its time limit waiting for a CPU, twice (the second time with fewer runs beside it)"
+		msg := "starved: a step reached its time limit waiting for a CPU, twice (the second time alone among the sandbox's runs)"
 		r.APIRequestError = &msg
 		r.Status = CaseStarved
 		r.Infra = true
