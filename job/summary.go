@@ -204,12 +204,13 @@ func crashAtStart(cases []sandboxclient.CaseResult) string {
 	return sig
 }
 
+var signalNames = map[int]string{4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV",
+	13: "SIGPIPE", 15: "SIGTERM", 24: "SIGXCPU", 25: "SIGXFSZ", 31: "SIGSYS"}
+
 // signalName is a Linux signal's name (the numbers a sandbox reports as
 // negative return codes).
 func signalName(n int) string {
-	names := map[int]string{4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV",
-		13: "SIGPIPE", 15: "SIGTERM", 24: "SIGXCPU", 25: "SIGXFSZ", 31: "SIGSYS"}
-	if name, ok := names[n]; ok {
+	if name, ok := signalNames[n]; ok {
 		return name
 	}
 	return "signal " + strconv.Itoa(n)

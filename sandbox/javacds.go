@@ -94,10 +94,12 @@ func (l *Local) JavacArchiveState() (using bool, detail string) {
 	return l.cachedFileState(&l.jsa, "javac")
 }
 
-// waitJavacArchive waits until the archive is built or has failed.
-func (l *Local) waitJavacArchive(ctx context.Context) {
+// waitJavacArchive waits until the archive is built or has failed and
+// returns its directory, as waitPCH.
+func (l *Local) waitJavacArchive(ctx context.Context) string {
 	l.javacArchive()
 	l.jsa.wait(ctx)
+	return l.javacArchive()
 }
 
 // buildJavacArchive returns the directory of javac's archive, dumping it

@@ -133,10 +133,11 @@ type Local struct {
 	// the step user and reach it as /proc/self/fd/3.
 	rustSysroot *os.File
 
-	flight singleflight.Group
-	goWarm sync.Once
-	mu     sync.Mutex
-	builds map[string]*build
+	flight    singleflight.Group
+	goWarm    sync.Once
+	goWarmErr error // why the warm-up build failed, once it has run
+	mu        sync.Mutex
+	builds    map[string]*build
 
 	view                        *view // what contained steps see
 	forks                       forkServers
@@ -523,7 +524,7 @@ func (l *Local) doCompile(ctx context.Context, spec *langSpec, req *sandboxclien
 	}
 	var goBinds []viewBind
 	if spec.env != nil && l.tools["go"] != "" && spec.programs[0] == "go" {
-		l.goWarm.Do(func() { l.warmGoCache(ctx) }) // before the compile's time starts
+		l.warmGo(ctx) // before the compile's time starts
 		var err error
 		if goBinds, err = l.goBuildDir(dir); err != nil {
 			return nil, err
@@ -550,7 +551,7 @@ func (l *Local) doCompile(ctx context.Context, spec *langSpec, req *sandboxclien
 	}
 	st.argv = spec.compile(l, stepArgs{dir: st.dir, memMB: req.MemoryLimitMB, code: req.Code, files: slices.Sorted(maps.Keys(files))})
 	if spec == languages["cpp"] {
-		if inc := l.pchForCompile(ctx); inc != "" {
+		if inc := l.waitPCH(ctx); inc != "" {
 			if l.iso.contained {
 				st.view.binds = append(st.view.binds, viewBind{source: inc, target: pchViewDir})
 				inc = pchViewDir
@@ -559,7 +560,7 @@ func (l *Local) doCompile(ctx context.Context, spec *langSpec, req *sandboxclien
 		}
 	}
 	if spec == languages["java"] {
-		if dir := l.javacArchiveForCompile(ctx); dir != "" {
+		if dir := l.waitJavacArchive(ctx); dir != "" {
 			if l.iso.contained {
 				st.view.binds = append(st.view.binds, viewBind{source: dir, target: javacArchiveViewDir})
 				dir = javacArchiveViewDir
@@ -617,6 +618,13 @@ import "github.com/stretchr/testify/assert"
 
 var _ = assert.Equal
 `
+
+// warmGo warms the Go build cache once (warmGoCache) and says why that
+// failed, if it did; later calls wait for the first and get its answer.
+func (l *Local) warmGo(ctx context.Context) error {
+	l.goWarm.Do(func() { l.goWarmErr = l.warmGoCache(ctx) })
+	return l.goWarmErr
+}
 
 // warmGoCache builds a test binary once before the first Go compile, with
 // a generous timeout: on a machine whose cache is cold, compiling the

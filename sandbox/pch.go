@@ -36,10 +36,13 @@ func (l *Local) cppPCH() string {
 	})
 }
 
-// waitPCH waits until the precompiled header is built or has failed.
-func (l *Local) waitPCH(ctx context.Context) {
+// waitPCH waits until the precompiled header is built or has failed and
+// returns its directory, "" where there is none. Compiles call it before
+// their time starts, so that a header being built costs them no verdict.
+func (l *Local) waitPCH(ctx context.Context) string {
 	l.cppPCH()
 	l.pch.wait(ctx)
+	return l.cppPCH()
 }
 
 // PCHState says how C++ compiles here: with the precompiled header, or why

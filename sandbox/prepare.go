@@ -12,23 +12,9 @@ import (
 // javac's class-data archive, the Go module cache with testify and a Go
 // build cache that holds the standard library and testify compiled. A
 // compile that finds one of them being built waits for it before its own
-// time starts (pchForCompile, javacArchiveForCompile, warmGoCache), so a
+// time starts (waitPCH, waitJavacArchive, warmGo), so a
 // cold cache never changes a verdict; Prepare does the same work up front,
 // for images (`verl-score doctor --prepare`) and for `serve` at start.
-
-// pchForCompile is the precompiled header's directory for a compile: one
-// being built is waited for first, untimed. "" where there is none.
-func (l *Local) pchForCompile(ctx context.Context) string {
-	l.waitPCH(ctx)
-	return l.cppPCH()
-}
-
-// javacArchiveForCompile is javac's archive directory for a compile, as
-// pchForCompile.
-func (l *Local) javacArchiveForCompile(ctx context.Context) string {
-	l.waitJavacArchive(ctx)
-	return l.javacArchive()
-}
 
 // Prepare builds every cache the languages found here use, waiting for
 // each, and says what each now is.
@@ -59,9 +45,7 @@ func (l *Local) Prepare(ctx context.Context) []Protection {
 			return false, "not filled: go and go_test build without modules (testify cannot be imported)"
 		})
 		timed("go, go_test: build cache", func() (bool, string) {
-			var err error
-			l.goWarm.Do(func() { err = l.warmGoCache(ctx) })
-			if err != nil {
+			if err := l.warmGo(ctx); err != nil {
 				return false, "not warmed: " + err.Error()
 			}
 			return true, "standard library and testify compiled in " + l.goCache
