@@ -203,8 +203,10 @@ func Protections() []Protection {
 	viewErr := "needs mount and PID namespaces"
 	// A real sandbox, so that the view is proved by a step, as run does.
 	var notes strings.Builder
+	cgUsed, cgDetail := false, "needs a sandbox"
 	if l, err := New(Options{Warn: &notes, Concurrency: 1}); err == nil {
 		iso, rootOnly = l.iso, l.rootOnly
+		cgUsed, cgDetail = l.Cgroups()
 		l.Close()
 	} else {
 		iso = probeIsolation(IsolationAuto)
@@ -247,6 +249,9 @@ func Protections() []Protection {
 				"needs the filesystem view; leftover processes are found by user instead")},
 		{Name: "IPC namespace", Available: iso.contained,
 			Detail: pick(iso.contained, "the System V shared memory, semaphores and message queues of a step vanish with it", "needs the filesystem view")},
+		{Name: "cgroup per run", Available: cgUsed,
+			Detail: pick(cgUsed, "an equal CPU weight per run, a bound on a run's total memory and processes, its CPU time measured: ",
+				"runs share the CPU with no weight of their own; memory and processes bounded per process only: ") + cgDetail},
 	}
 	if len(unreachable) > 0 {
 		ps = append(ps, Protection{Name: "unprivileged toolchains", Available: false,

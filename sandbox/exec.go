@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/verl-score/verl-score/sandbox/cgroup"
+	"github.com/verl-score/verl-score/sandbox/nsinit"
 	"github.com/verl-score/verl-score/sandboxclient"
 )
 
@@ -184,8 +186,13 @@ func (l *Local) rlimits(lim limits) [7]int64 {
 }
 
 // wrap prefixes argv with the shell that sets the limits and then execs it.
-func (l *Local) wrap(argv []string, lim limits) []string {
+// Where join names fds, the shell first joins the run's group through them
+// (writing "0" to each) and closes them.
+func (l *Local) wrap(argv []string, lim limits, join []int) []string {
 	var b strings.Builder
+	for _, fd := range join {
+		fmt.Fprintf(&b, "echo 0 >&%d && exec %d>&- && ", fd, fd)
+	}
 	b.WriteString("umask 022 && ulimit -c 0")
 	// The shell's units: seconds, 512-byte blocks, count, KiB, KiB, KiB, count.
 	flags := [7]string{"-t", "-f", "-n", "-v", "-d", "-s", l.iso.nprocFlag}
@@ -280,9 +287,13 @@ func (l *Local) runStep(ctx context.Context, s stepSpec) (*sandboxclient.StepRes
 			}
 		}
 	}
-	res, fetched, err := l.runStepAs(ctx, &s, uid, s.forkable)
+	grp := l.runGroup(s.lim)
+	if grp != nil {
+		defer l.cg.Put(grp)
+	}
+	res, fetched, err := l.runStepAs(ctx, &s, uid, s.forkable, grp)
 	if errors.Is(err, errForkLost) {
-		res, fetched, err = l.runStepAs(ctx, &s, uid, false)
+		res, fetched, err = l.runStepAs(ctx, &s, uid, false, grp)
 	}
 	return res, fetched, err
 }
@@ -290,11 +301,15 @@ func (l *Local) runStep(ctx context.Context, s stepSpec) (*sandboxclient.StepRes
 // startStep starts the step's first process: through the fork server
 // where it may, else this executable as the contained step's init, else
 // the wrapped program itself.
-func (l *Local) startStep(s *stepSpec, uid int, fork bool, stdin, stdout, stderr *os.File) (*stepProc, error) {
+func (l *Local) startStep(s *stepSpec, uid int, fork bool, grp *cgroup.Run, stdin, stdout, stderr *os.File) (*stepProc, error) {
+	var join []*os.File // the first process writes "0" to each: it joins the run's group
+	if grp != nil {
+		join = grp.JoinFiles()
+	}
 	if fork && uid >= 0 {
 		prelude := l.hasPrelude(s)
 		if fs := l.forkServer(s.lim, prelude); fs != nil {
-			p, err := fs.start(s, l.forkScript(s, uid), stdin, stdout, stderr)
+			p, err := fs.start(s, l.forkScript(s, uid), stdin, stdout, stderr, join...)
 			if err == nil {
 				l.forked.Add(1)
 				if prelude {
@@ -305,16 +320,31 @@ func (l *Local) startStep(s *stepSpec, uid int, fork bool, stdin, stdout, stderr
 		}
 	}
 	attr := l.stepAttr(uid)
-	argv := l.wrap(s.argv, s.lim)
 	var cmd *exec.Cmd
 	var report *initReport
 	if l.iso.contained {
+		argv := l.wrap(s.argv, s.lim, nil)
+		var sc nsinit.Script
+		if len(join) > 0 {
+			fds := make([]string, len(join))
+			for i := range join {
+				fds[i] = nsinit.Itoa(5 + i) // after the script and report
+			}
+			sc.Op(nsinit.OpJoin, fds...)
+		}
+		script := append(sc.Bytes(), l.view.script(s, uid, argv, l.opts.MaxOutputBytes)...)
 		var err error
-		if cmd, report, err = l.initCommand(l.view.script(s, uid, argv, l.opts.MaxOutputBytes), attr); err != nil {
+		if cmd, report, err = l.initCommand(script, attr, join...); err != nil {
 			return nil, err
 		}
 	} else {
-		cmd = &exec.Cmd{Path: argv[0], Args: argv, Dir: s.dir, Env: s.env, SysProcAttr: attr, ExtraFiles: s.extraFiles}
+		fds := make([]int, len(join))
+		for i := range join {
+			fds[i] = 3 + len(s.extraFiles) + i
+		}
+		argv := l.wrap(s.argv, s.lim, fds)
+		extra := append(s.extraFiles[:len(s.extraFiles):len(s.extraFiles)], join...)
+		cmd = &exec.Cmd{Path: argv[0], Args: argv, Dir: s.dir, Env: s.env, SysProcAttr: attr, ExtraFiles: extra}
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 	err := cmd.Start()
@@ -338,6 +368,46 @@ func (l *Local) startStep(s *stepSpec, uid int, fork bool, stdin, stdout, stderr
 	return p, nil
 }
 
+// runGroup is a cgroup for one step, bounded for its limits; nil where the
+// sandbox has none (a failure to make one is said once, and the step runs
+// under its per-process limits alone).
+func (l *Local) runGroup(lim limits) *cgroup.Run {
+	if l.cg == nil {
+		return nil
+	}
+	grp, err := l.cg.Get(cgroup.Limits{MemoryBytes: runMemoryBytes(lim), Pids: lim.nproc + runGroupExtraPids})
+	if err != nil {
+		l.warn("cgroup", "a run went without a cgroup of its own: "+err.Error())
+		return nil
+	}
+	return grp
+}
+
+// runMemoryBytes bounds the memory of all a run's processes together:
+// four processes at the per-process limit, and never below 4 GiB, so that
+// a normal program (one process, or a few threads) is bounded by the
+// per-process rule alone, as on SandboxFusion.
+func runMemoryBytes(lim limits) int64 {
+	return max(4*int64(lim.addressMB)<<20, 4<<30)
+}
+
+// runGroupExtraPids is room in a run's process bound for what starts the
+// program (the init, the wrapper shell) beside the per-user limit.
+const runGroupExtraPids = 8
+
+// stepProcs are the /proc directories of a step's live processes: its
+// group's where it has one, else found by user or PID namespace.
+func (l *Local) stepProcs(grp *cgroup.Run, uid, pid int, age time.Duration) []string {
+	if grp == nil {
+		return stepTasks(uid, pid, age)
+	}
+	var out []string
+	for _, p := range grp.Pids() {
+		out = append(out, "/proc/"+strconv.Itoa(p))
+	}
+	return out
+}
+
 // openPipes opens n pipes and returns their ends, the read end first for
 // each; on an error none is left open.
 func openPipes(n int) ([]*os.File, error) {
@@ -355,7 +425,7 @@ func openPipes(n int) ([]*os.File, error) {
 	return ends, nil
 }
 
-func (l *Local) runStepAs(ctx context.Context, s *stepSpec, uid int, fork bool) (*sandboxclient.StepResult, map[string]string, error) {
+func (l *Local) runStepAs(ctx context.Context, s *stepSpec, uid int, fork bool, grp *cgroup.Run) (*sandboxclient.StepResult, map[string]string, error) {
 	perUser, contained := uid >= 0, l.iso.contained
 	pipes, err := openPipes(3) // stdin, stdout, stderr
 	if err != nil {
@@ -375,7 +445,7 @@ func (l *Local) runStepAs(ctx context.Context, s *stepSpec, uid int, fork bool) 
 	if s.mergeStderr {
 		stderrW = pipes[3]
 	}
-	p, err := l.startStep(s, uid, fork, pipes[0], pipes[3], stderrW)
+	p, err := l.startStep(s, uid, fork, grp, pipes[0], pipes[3], stderrW)
 	pipes[0].Close()
 	pipes[3].Close()
 	pipes[5].Close()
@@ -393,9 +463,9 @@ func (l *Local) runStepAs(ctx context.Context, s *stepSpec, uid int, fork bool) 
 		defer p.report.close()
 	}
 
-	max := l.opts.MaxOutputBytes
+	outMax := l.opts.MaxOutputBytes
 	var wg sync.WaitGroup
-	stdout, stderr := &cappedBuffer{max: max}, &cappedBuffer{max: max}
+	stdout, stderr := &cappedBuffer{max: outMax}, &cappedBuffer{max: outMax}
 	wg.Add(3)
 	go func() { defer wg.Done(); stdout.drain(outR) }()
 	go func() { defer wg.Done(); stderr.drain(errR) }()
@@ -420,14 +490,21 @@ func (l *Local) runStepAs(ctx context.Context, s *stepSpec, uid int, fork bool) 
 	defer timer.Stop()
 	timedOut, cancelled, starved := false, false, false
 	var granted time.Duration // time given back for waiting (starve.go)
+	var waited time.Duration  // the busiest thread's wait at the last limit
 wait:
 	for {
 		select {
 		case <-p.done:
 		case <-timer.C:
-			if l.iso.contained || uid >= 0 {
+			if l.iso.contained || uid >= 0 || grp != nil {
 				elapsed := l.now().Sub(start)
-				extra, st := starvation(s.timeout, elapsed, granted, readStepCPU(stepTasks(uid, p.pid, elapsed)))
+				c := readStepCPU(l.stepProcs(grp, uid, p.pid, elapsed))
+				if grp != nil {
+					// The group counts the CPU of processes that ended too.
+					c.run = max(c.run, grp.CPU())
+				}
+				waited = c.busiestWait
+				extra, st := starvation(s.timeout, elapsed, granted, c)
 				if extra > 0 {
 					granted += extra
 					l.starveGrants.Add(1)
@@ -449,6 +526,11 @@ wait:
 	p.kill()
 	<-p.done
 	p.kill()
+	var cpu time.Duration
+	if grp != nil {
+		grp.Kill() // what left the step's process group (isolation basic)
+		cpu = grp.CPU()
+	}
 	if perUser && !contained {
 		killUser(uint32(uid))
 		removeUserFiles(uint32(uid), l.opts.TempDir)
@@ -473,6 +555,8 @@ wait:
 		ExecutionTime: elapsed.Seconds(),
 		Stdout:        stdout.String("stdout"),
 		Stderr:        stderr.String("stderr"),
+		CPUTime:       cpu.Seconds(),
+		CPUWait:       waited.Seconds(),
 	}
 	if stdout.dropped > 0 {
 		res.Stderr += stdout.note("stdout")

@@ -227,7 +227,7 @@ func (l *Local) startForkServer(lim limits, prelude bool) (*forkServer, error) {
 	}
 	var sc nsinit.Script
 	sc.Op(nsinit.OpKeepFds, "5")
-	script := append(l.view.script(&s, -1, l.wrap(s.argv, limits{stackMB: lim.stackMB}), 0), sc.Bytes()...)
+	script := append(l.view.script(&s, -1, l.wrap(s.argv, limits{stackMB: lim.stackMB}, nil), 0), sc.Bytes()...)
 
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -278,8 +278,9 @@ func (l *Local) startForkServer(lim limits, prelude bool) (*forkServer, error) {
 }
 
 // start sends one step to the server: its script, its stdio, the pipe its
-// init reports on, and the pipe whose closing kills it.
-func (fs *forkServer) start(s *stepSpec, script []byte, stdin, stdout, stderr *os.File) (*stepProc, error) {
+// init reports on, the pipe whose closing kills it, and the files through
+// which the program joins its run's cgroup (join).
+func (fs *forkServer) start(s *stepSpec, script []byte, stdin, stdout, stderr *os.File, join ...*os.File) (*stepProc, error) {
 	if fs.dead.Load() {
 		return nil, errForkLost
 	}
@@ -291,7 +292,11 @@ func (fs *forkServer) start(s *stepSpec, script []byte, stdin, stdout, stderr *o
 		return nil, err
 	}
 	scriptR, scriptW, repR, repW, killR, killW := pipes[0], pipes[1], pipes[2], pipes[3], pipes[4], pipes[5]
-	rights := syscall.UnixRights(int(scriptR.Fd()), int(stdin.Fd()), int(stdout.Fd()), int(stderr.Fd()), int(repW.Fd()), int(killR.Fd()))
+	fds := []int{int(scriptR.Fd()), int(stdin.Fd()), int(stdout.Fd()), int(stderr.Fd()), int(repW.Fd()), int(killR.Fd())}
+	for _, f := range join {
+		fds = append(fds, int(f.Fd()))
+	}
+	rights := syscall.UnixRights(fds...)
 	err = syscall.Sendmsg(fs.ctl, []byte{'r'}, rights, nil, 0)
 	scriptR.Close()
 	repW.Close()

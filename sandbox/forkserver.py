@@ -540,9 +540,13 @@ def _server():
         """The run's program, PID 2 of its namespaces: it takes the rest of
         them and its own space in the view, and becomes what a plain start
         would be. Returns True once it has."""
-        script_fd, stdin, stdout, stderr, rep, netns = fds
+        script_fd, stdin, stdout, stderr, rep, netns = fds[:6]
         close_all_but(fds)
         try:
+            # The run's cgroup first, before anything of the program runs.
+            for fd in fds[6:]:
+                write_all(fd, b"0")
+                os.close(fd)
             ops = records(read_all(script_fd))
             os.close(script_fd)
             check(libc.setns(netns, NEWNET), "enter the network namespace")
@@ -626,7 +630,8 @@ def _server():
         os.close(fd)
 
     def start(fds):
-        script_fd, stdin, stdout, stderr, rep, kill = fds
+        script_fd, stdin, stdout, stderr, rep, kill = fds[:6]
+        join = fds[6:]  # cgroup.procs files of the run's group
         try:
             # Our own PID namespace again for children (the last run's may
             # have lost its init, where a fork fails), then a new one for
@@ -646,9 +651,9 @@ def _server():
             os._exit(1)
         if pid == 0:
             ctl.detach()
-            return program([script_fd, stdin, stdout, stderr, rep, netns])
+            return program([script_fd, stdin, stdout, stderr, rep, netns] + join)
         os.setpgid(pid, reaper_pid)
-        for fd in (script_fd, stdin, stdout, stderr):
+        for fd in [script_fd, stdin, stdout, stderr] + join:
             os.close(fd)
         run = {"reaper": reaper_pid, "pid": pid, "t0": t0, "rep": rep, "kill": kill, "left": 2, "status": None, "netns": netns}
         for fd, what in ((os.pidfd_open(reaper_pid), "reaper"), (os.pidfd_open(pid), "pid"), (kill, "kill")):
@@ -706,7 +711,7 @@ def _server():
                 if fd in watched:
                     event(fd)
                 continue
-            msg, anc, _, _ = ctl.recvmsg(16, _socket.CMSG_SPACE(6 * fd_size))
+            msg, anc, _, _ = ctl.recvmsg(16, _socket.CMSG_SPACE(12 * fd_size))
             if not msg:
                 os._exit(0)
             fds = []
@@ -714,7 +719,7 @@ def _server():
                 if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
                     fds += [int.from_bytes(data[i:i + fd_size], sys.byteorder)
                             for i in range(0, len(data) - len(data) % fd_size, fd_size)]
-            if len(fds) != 6:
+            if not 6 <= len(fds) <= 12:
                 for fd in fds:
                     os.close(fd)
                 continue

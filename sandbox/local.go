@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/verl-score/verl-score/atomicfile"
+	"github.com/verl-score/verl-score/sandbox/cgroup"
 	"github.com/verl-score/verl-score/sandbox/nsinit"
 	"github.com/verl-score/verl-score/sandboxclient"
 	"golang.org/x/sync/singleflight"
@@ -139,6 +140,8 @@ type Local struct {
 	mu        sync.Mutex
 	builds    map[string]*build
 
+	cg                          *cgroup.Manager // a group per run; nil without (cgroupNote says why)
+	cgroupNote                  string
 	view                        *view // what contained steps see
 	forks                       forkServers
 	pch                         builtOnce // the precompiled C++ header (pch.go)
@@ -217,6 +220,7 @@ func New(opts Options) (*Local, error) {
 		}
 	}
 	l.iso = probeIsolation(opts.Isolation)
+	l.setUpCgroups()
 	l.tools, l.rootOnly = findTools(l.iso.perRunUser)
 	if l.iso.contained {
 		if err := l.setUpView(); err != nil {
@@ -238,6 +242,37 @@ func New(opts Options) (*Local, error) {
 		fmt.Fprintf(opts.Warn, "verl-score sandbox: %s\n", note)
 	}
 	return l, nil
+}
+
+// setUpCgroups gives the sandbox a cgroup, weighing as many runs as it
+// runs at once, under which each run gets a group of its own. Without one
+// (not root, no controller, isolation none) runs keep their per-process
+// limits alone, and a note says so.
+func (l *Local) setUpCgroups() {
+	switch {
+	case l.opts.Isolation == IsolationNone:
+		l.cgroupNote = "isolation none"
+	case !l.iso.perRunUser:
+		l.cgroupNote = "not root"
+	default:
+		cg, err := cgroup.New(l.opts.Concurrency)
+		if err == nil {
+			l.cg = cg
+			return
+		}
+		l.cgroupNote = err.Error()
+		l.iso.notes = append(l.iso.notes, "running without a cgroup per run ("+err.Error()+"): runs share the CPU without a weight of their own, "+
+			"and only per-process limits bound memory and processes")
+	}
+}
+
+// Cgroups describes the runs' control groups, for doctor: what is used,
+// or why there are none.
+func (l *Local) Cgroups() (using bool, detail string) {
+	if l.cg == nil {
+		return false, l.cgroupNote
+	}
+	return true, l.cg.Describe()
 }
 
 // setUpView lays out the contained steps' view and proves that one runs.
@@ -291,6 +326,9 @@ func (l *Local) Stats() Stats {
 func (l *Local) Close() error {
 	l.closeOnce.Do(func() {
 		l.forks.close()
+		if l.cg != nil {
+			l.cg.Close()
+		}
 		if l.rustSysroot != nil {
 			l.rustSysroot.Close()
 		}

@@ -44,6 +44,13 @@ type StepResult struct {
 	// sandbox/starve.go): the time was the machine's, not the program's.
 	// Not part of the wire format: over HTTP it is TimeLimitExceeded.
 	Starved bool `json:"-"`
+	// CPUTime is the CPU time the step's processes used, dead ones
+	// included, and CPUWait the time its busiest thread was runnable but
+	// waiting for a CPU, in seconds, where the embedded sandbox measured
+	// them (a cgroup per run; the wait at a step's limit). Not part of
+	// the wire format.
+	CPUTime float64 `json:"-"`
+	CPUWait float64 `json:"-"`
 }
 
 // Response is the JSON body a SandboxFusion server answers with.

@@ -91,6 +91,13 @@ type CaseResult struct {
 	// StarvedReruns counts the embedded sandbox's reruns of a request
 	// whose step was starved for a CPU (sandbox/starve.go).
 	StarvedReruns int `json:"starved_reruns,omitempty"`
+	// CPUTime and CompileCPUTime are the CPU seconds the run and the
+	// compile used, and CPUWait the seconds the run's busiest thread
+	// waited for a CPU by its limit, where the embedded sandbox measured
+	// them (docs/semantics.md §8.2).
+	CPUTime        *float64 `json:"cpu_time,omitempty"`
+	CompileCPUTime *float64 `json:"compile_cpu_time,omitempty"`
+	CPUWait        *float64 `json:"cpu_wait,omitempty"`
 }
 
 // ExactVerdict is the case's verdict under verl's exact comparison.
@@ -147,11 +154,20 @@ func Judge(caseIndex int, input, expectedText string, expected *string, resp *Re
 	if cr != nil {
 		v.compileStatus, v.compileDuration, v.compileStderr = cr.Status, cr.ExecutionTime, cr.Stderr
 		r.CompileStatus, r.CompileDuration, r.CompileStderr = &v.compileStatus, &v.compileDuration, &v.compileStderr
+		if cr.CPUTime > 0 {
+			r.CompileCPUTime = &cr.CPUTime
+		}
 	}
 	if rr != nil {
 		v.runStatus, v.stdout, v.stderr, v.duration = rr.Status, rr.Stdout, rr.Stderr, rr.ExecutionTime
 		r.RunStatus, r.Stdout, r.Stderr, r.Duration = &v.runStatus, &v.stdout, &v.stderr, &v.duration
 		r.ExitCode = rr.ReturnCode
+		if rr.CPUTime > 0 {
+			r.CPUTime = &rr.CPUTime
+		}
+		if rr.CPUWait > 0 {
+			r.CPUWait = &rr.CPUWait
+		}
 	}
 
 	r.StarvedReruns = resp.StarvedReruns

@@ -45,7 +45,6 @@ type Manager struct {
 	free   []*Run
 	all    map[*Run]bool
 	next   int
-	limits Limits
 	closed bool
 }
 
@@ -63,11 +62,11 @@ type mount struct {
 // New makes the sandbox's group. weight is how many runs it weighs as:
 // its CPU share beside the host's other processes. The error says why no
 // group could be made; the caller goes on without one.
-func New(weight int, lim Limits) (*Manager, error) {
-	return newAt("/proc/self", weight, lim)
+func New(weight int) (*Manager, error) {
+	return newAt("/proc/self", weight)
 }
 
-func newAt(proc string, weight int, lim Limits) (*Manager, error) {
+func newAt(proc string, weight int) (*Manager, error) {
 	mounts, err := readMounts(proc + "/mountinfo")
 	if err != nil {
 		return nil, err
@@ -77,7 +76,7 @@ func newAt(proc string, weight int, lim Limits) (*Manager, error) {
 		return nil, err
 	}
 	name := "verl-score-" + strconv.Itoa(os.Getpid())
-	m := &Manager{dirs: map[string]string{}, all: map[*Run]bool{}, limits: lim}
+	m := &Manager{dirs: map[string]string{}, all: map[*Run]bool{}}
 	// v2 where it holds the controllers; else v1, each where it is.
 	for _, mt := range mounts {
 		if !mt.v2 {
@@ -221,31 +220,46 @@ func (m *Manager) Has(controller string) bool {
 // Run is one run's group (a directory in each hierarchy).
 type Run struct {
 	m     *Manager
-	dirs  []string // distinct directories, one per hierarchy
+	dir   map[string]string // controller -> directory
+	dirs  []string          // distinct directories, one per hierarchy
 	procs []*os.File
 	acct  string // where its CPU time is read
 	start time.Duration
 }
 
-// Get hands out a run's group, empty and limited; Put takes it back.
-func (m *Manager) Get() (*Run, error) {
+// Get hands out a run's group, empty and limited as lim says; Put takes
+// it back.
+func (m *Manager) Get(lim Limits) (*Run, error) {
 	m.mu.Lock()
+	var r *Run
 	if n := len(m.free); n > 0 {
-		r := m.free[n-1]
+		r = m.free[n-1]
 		m.free = m.free[:n-1]
-		m.mu.Unlock()
-		r.start = r.CPU()
-		return r, nil
-	}
-	if m.closed {
+	} else if m.closed {
 		m.mu.Unlock()
 		return nil, errors.New("the sandbox's cgroup is closed")
 	}
 	m.next++
 	name := "run-" + strconv.Itoa(m.next)
 	m.mu.Unlock()
+	if r == nil {
+		var err error
+		if r, err = m.make(name); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.limit(lim); err != nil {
+		m.drop(r)
+		return nil, err
+	}
+	r.start = 0
+	r.start = r.CPU()
+	return r, nil
+}
 
-	r := &Run{m: m}
+// make makes a run's group: a directory in each hierarchy.
+func (m *Manager) make(name string) (*Run, error) {
+	r := &Run{m: m, dir: map[string]string{}}
 	seen := map[string]bool{}
 	for _, c := range controllers {
 		parent, ok := m.dirs[c]
@@ -253,45 +267,81 @@ func (m *Manager) Get() (*Run, error) {
 			continue
 		}
 		dir := filepath.Join(parent, name)
-		if !seen[dir] {
-			seen[dir] = true
-			if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-				r.remove()
-				return nil, fmt.Errorf("make a run's cgroup: %w", err)
-			}
-			r.dirs = append(r.dirs, dir)
-			f, err := os.OpenFile(filepath.Join(dir, "cgroup.procs"), os.O_WRONLY, 0)
-			if err != nil {
-				r.remove()
-				return nil, fmt.Errorf("open a run's cgroup: %w", err)
-			}
-			r.procs = append(r.procs, f)
-		}
-		var err error
-		switch {
-		case c == "cpu" && m.v2:
-			err = writeFile(dir, "cpu.weight", "100")
-		case c == "cpu":
-			err = writeFile(dir, "cpu.shares", "1024")
-		case c == "cpuacct":
+		r.dir[c] = dir
+		if c == "cpuacct" {
 			r.acct = dir
-		case c == "memory" && m.limits.MemoryBytes > 0 && m.v2:
-			err = writeFile(dir, "memory.max", strconv.FormatInt(m.limits.MemoryBytes, 10))
-		case c == "memory" && m.limits.MemoryBytes > 0:
-			err = writeFile(dir, "memory.limit_in_bytes", strconv.FormatInt(m.limits.MemoryBytes, 10))
-		case c == "pids" && m.limits.Pids > 0:
-			err = writeFile(dir, "pids.max", strconv.Itoa(m.limits.Pids))
 		}
+		if seen[dir] {
+			continue
+		}
+		seen[dir] = true
+		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			r.remove()
+			return nil, fmt.Errorf("make a run's cgroup: %w", err)
+		}
+		r.dirs = append(r.dirs, dir)
+		f, err := os.OpenFile(filepath.Join(dir, "cgroup.procs"), os.O_WRONLY, 0)
 		if err != nil {
 			r.remove()
-			return nil, fmt.Errorf("limit a run's cgroup: %w", err)
+			return nil, fmt.Errorf("open a run's cgroup: %w", err)
 		}
+		r.procs = append(r.procs, f)
+	}
+	var err error
+	if d, ok := r.dir["cpu"]; ok {
+		if m.v2 {
+			err = writeFile(d, "cpu.weight", "100")
+		} else {
+			err = writeFile(d, "cpu.shares", "1024")
+		}
+	}
+	if err != nil {
+		r.remove()
+		return nil, fmt.Errorf("weigh a run's cgroup: %w", err)
 	}
 	m.mu.Lock()
 	m.all[r] = true
 	m.mu.Unlock()
-	r.start = r.CPU()
 	return r, nil
+}
+
+// limit sets the group's memory and process bounds ("max": none).
+func (r *Run) limit(lim Limits) error {
+	mem, pids := "max", "max"
+	if lim.MemoryBytes > 0 {
+		mem = strconv.FormatInt(lim.MemoryBytes, 10)
+	}
+	if lim.Pids > 0 {
+		pids = strconv.Itoa(lim.Pids)
+	}
+	if d, ok := r.dir["memory"]; ok {
+		var err error
+		if r.m.v2 {
+			err = writeFile(d, "memory.max", mem)
+		} else {
+			if mem == "max" {
+				mem = "-1"
+			}
+			err = writeFile(d, "memory.limit_in_bytes", mem)
+		}
+		if err != nil {
+			return fmt.Errorf("bound a run's memory: %w", err)
+		}
+	}
+	if d, ok := r.dir["pids"]; ok {
+		if err := writeFile(d, "pids.max", pids); err != nil {
+			return fmt.Errorf("bound a run's processes: %w", err)
+		}
+	}
+	return nil
+}
+
+func (m *Manager) drop(r *Run) {
+	r.Kill()
+	r.remove()
+	m.mu.Lock()
+	delete(m.all, r)
+	m.mu.Unlock()
 }
 
 // JoinFiles are the group's cgroup.procs files, open for writing: a

@@ -13,12 +13,12 @@ import (
 
 // manager makes a real group, or skips (loudly; under CI=true it fails
 // where CI's machines have cgroups and root).
-func manager(t *testing.T, lim Limits) *Manager {
+func manager(t *testing.T) *Manager {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("SKIPPED: cgroups need root here")
 	}
-	m, err := New(2, lim)
+	m, err := New(2)
 	if err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("no cgroup on a CI machine: %v", err)
@@ -51,9 +51,10 @@ func start(t *testing.T, r *Run, script string) *exec.Cmd {
 }
 
 func TestRunGroupCountsCPUAndKillsEverything(t *testing.T) {
-	m := manager(t, Limits{Pids: 64})
+	m := manager(t)
+	lim := Limits{Pids: 64}
 	t.Log(m.Describe())
-	r, err := m.Get()
+	r, err := m.Get(lim)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +79,7 @@ func TestRunGroupCountsCPUAndKillsEverything(t *testing.T) {
 	}
 	m.Put(r)
 	// The same group comes back, its CPU counted from zero again.
-	r2, err := m.Get()
+	r2, err := m.Get(lim)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,11 +93,12 @@ func TestRunGroupCountsCPUAndKillsEverything(t *testing.T) {
 }
 
 func TestRunGroupBoundsProcesses(t *testing.T) {
-	m := manager(t, Limits{Pids: 8})
+	m := manager(t)
+	lim := Limits{Pids: 8}
 	if !m.Has("pids") {
 		t.Skip("SKIPPED: no pids controller here")
 	}
-	r, err := m.Get()
+	r, err := m.Get(lim)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,11 +115,12 @@ func TestRunGroupBoundsProcesses(t *testing.T) {
 }
 
 func TestRunGroupBoundsMemory(t *testing.T) {
-	m := manager(t, Limits{MemoryBytes: 64 << 20})
+	m := manager(t)
+	lim := Limits{MemoryBytes: 64 << 20}
 	if !m.Has("memory") {
 		t.Skip("SKIPPED: no memory controller here")
 	}
-	r, err := m.Get()
+	r, err := m.Get(lim)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,6 +41,7 @@ const (
 	OpFetch    = 'g' // max bytes, then paths to read back after the run
 	OpKeepFds  = 'k' // fds of the init handed to the program as its fds 3, 4, ...
 	OpRunSpace = 's' // path, size in MiB: a tmpfs inside the view
+	OpJoin     = 'j' // fds of cgroup.procs files: the init joins each group (its program then starts inside)
 )
 
 // Bind flags.
@@ -264,6 +265,18 @@ func run() int {
 		case OpFetch:
 			maxFetch, _ = Atoi(a[0])
 			fetch = a[1:]
+		case OpJoin:
+			for _, f := range a {
+				fd, ok := Atoi(f)
+				if !ok {
+					err = syscall.EINVAL
+					break
+				}
+				if err = writeAll(fd, []byte("0")); err != nil {
+					break
+				}
+				syscall.Close(fd)
+			}
 		case OpKeepFds:
 			for _, f := range a {
 				if fd, ok := Atoi(f); ok && fd > 2 {
@@ -365,7 +378,7 @@ func closeOnExecFrom(lo int) {
 
 func describe(op Record) string {
 	name := map[byte]string{OpTmpfs: "mount tmpfs", OpRunSpace: "mount tmpfs", OpBind: "bind", OpMkdir: "mkdir", OpFile: "write",
-		OpSymlink: "symlink", OpProc: "mount proc", OpPivot: "pivot_root"}[op.Op]
+		OpSymlink: "symlink", OpProc: "mount proc", OpPivot: "pivot_root", OpJoin: "join the run's cgroup"}[op.Op]
 	if len(op.Args) > 0 && op.Op != OpPivot {
 		arg := op.Args[0]
 		if op.Op == OpBind && len(op.Args) > 1 {
