@@ -30,6 +30,9 @@ type serveOptions struct {
 	FastPaths       bool
 
 	ErrOut io.Writer
+	// Interrupt, when closed (the first SIGINT or SIGTERM), starts the
+	// shutdown: a process manager sends one signal, then SIGKILL.
+	Interrupt <-chan struct{}
 	// Ready, if set, is called with the bound address once the server
 	// listens (tests use it to find a port chosen by the kernel).
 	Ready func(net.Addr)
@@ -45,7 +48,7 @@ EXIT STATUS
 `
 
 func newServeCmd(s Streams) *cobra.Command {
-	opts := &serveOptions{ErrOut: s.ErrOut}
+	opts := &serveOptions{ErrOut: s.ErrOut, Interrupt: s.Interrupt}
 	var maxBody, logLevel, isolation, maxQueueBytes string
 	c := &cobra.Command{
 		Use:   "serve",
@@ -59,8 +62,11 @@ default one per CPU). Requests beyond it wait, in arrival order, up to
 --max-queue-bytes of request bodies (default a sixteenth of this machine's
 memory); beyond that the server answers 503 with Retry-After: 1. A waiting
 request spends its HTTP timeout waiting. A client that disconnects cancels
-its queued or running request. SIGINT or SIGTERM stop the listener and let
-the runs in progress finish (at most --shutdown-timeout).
+its queued or running request. One SIGINT or SIGTERM (what Kubernetes,
+docker and systemd send before SIGKILL) starts the shutdown: /health
+answers 503 {"status":"draining"}, new requests get 503 with Retry-After,
+and the requests in progress finish (at most --shutdown-timeout); then the
+server exits 0.
 
 What a verl client needs: verl's reward_model.sandbox_fusion.max_concurrent
 is how many requests it keeps in flight, not how many this server runs at
@@ -69,7 +75,8 @@ about 256 x a few KiB), because the queue is bounded by bytes, not by
 count. verl scores a 503 as -1 at once and does not retry it, so do not set
 --max-queue below max_concurrent minus --max-concurrent.
 
-Other endpoints: GET /health answers {"status":"ok"}; GET /metrics gives
+Other endpoints: GET /health answers {"status":"ok"} (503 while draining);
+GET /metrics gives
 Prometheus text (requests by HTTP status and response status, runs in
 flight, queue depth, run duration by language).
 
@@ -138,6 +145,17 @@ Point verl at it with:
 
 // runServe builds the local sandbox and serves it until ctx is cancelled.
 func runServe(ctx context.Context, opts *serveOptions) error {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	if opts.Interrupt != nil {
+		go func() {
+			select {
+			case <-opts.Interrupt:
+				stop()
+			case <-ctx.Done():
+			}
+		}()
+	}
 	errOut := opts.ErrOut
 	if errOut == nil {
 		errOut = io.Discard
@@ -187,7 +205,7 @@ func runServe(ctx context.Context, opts *serveOptions) error {
 		Logger:          logger,
 	})
 	err = srv.ListenAndServe(ctx, opts.Listen, func(a net.Addr) {
-		fmt.Fprintf(errOut, "listening on http://%s/run_code\n", a)
+		fmt.Fprintf(errOut, "listening on http://%s/run_code: %s\n", a, startLine(local, opts))
 		if opts.Ready != nil {
 			opts.Ready(a)
 		}
@@ -197,6 +215,21 @@ func runServe(ctx context.Context, opts *serveOptions) error {
 	}
 	fmt.Fprintln(errOut, "stopped")
 	return nil
+}
+
+// startLine says what the server offers: its languages, slots, queue bound
+// and isolation.
+func startLine(local *sandbox.Local, opts *serveOptions) string {
+	langs := local.RunnableLanguages()
+	queue := formatSize(opts.MaxQueueBytes) + " of request bodies"
+	switch {
+	case opts.MaxQueue == 0:
+		queue = "none"
+	case opts.MaxQueue > 0:
+		queue = fmt.Sprintf("%d requests, %s", opts.MaxQueue, queue)
+	}
+	return fmt.Sprintf("%d languages (%s), %d slots, queue %s, isolation %s",
+		len(langs), strings.Join(langs, " "), opts.MaxConcurrent, queue, local.IsolationSummary())
 }
 
 // parseSize reads a byte count: a plain integer or one with a K/KB/KiB,

@@ -370,3 +370,48 @@ func Languages() []Protection {
 	}
 	return out
 }
+
+// RunnableLanguages are the verl languages this sandbox runs: those with a
+// runner whose programs were all found.
+func (l *Local) RunnableLanguages() []string {
+	var out []string
+	for _, lang := range sandboxclient.SupportedLanguages {
+		spec, ok := languages[lang]
+		if !ok {
+			continue
+		}
+		all := true
+		for _, prog := range spec.programs {
+			if l.tools[prog] == "" {
+				all = false
+			}
+		}
+		if all {
+			out = append(out, lang)
+		}
+	}
+	return out
+}
+
+// IsolationSummary names the mode and the protections in force, for a
+// start line: "auto (view, pid, net, user per run, cgroup v1)".
+func (l *Local) IsolationSummary() string {
+	mode := map[IsolationMode]string{IsolationAuto: "auto", IsolationBasic: "basic", IsolationNone: "none"}[l.opts.Isolation]
+	var in []string
+	if l.iso.contained {
+		in = append(in, "filesystem view", "PID and IPC namespaces")
+	}
+	if l.iso.netns {
+		in = append(in, "no network")
+	}
+	if l.iso.perRunUser {
+		in = append(in, "a user per run")
+	}
+	if l.cg != nil {
+		in = append(in, "a cgroup per run")
+	}
+	if len(in) == 0 {
+		return mode + " (resource limits only)"
+	}
+	return mode + " (" + strings.Join(in, ", ") + ")"
+}

@@ -81,7 +81,11 @@ type Server struct {
 	slots   chan struct{} // one token per running request
 	waiting atomic.Int64  // requests waiting for a slot
 	queued  atomic.Int64  // bytes of their bodies
-	metrics *serverMetrics
+	active  atomic.Int64  // /run_code requests being answered
+	// draining is set once a shutdown starts: /health is not ready and new
+	// requests are turned away while those in progress finish.
+	draining atomic.Bool
+	metrics  *serverMetrics
 	log     *slog.Logger
 }
 
@@ -158,8 +162,19 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func(net.Addr
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
+	// Not ready from now on, still listening: a load balancer's health
+	// checks see it and new requests are told to go elsewhere, while the
+	// ones in progress finish.
+	s.draining.Store(true)
+	s.log.Info("draining", "in_progress", s.active.Load(), "grace", s.opts.ShutdownTimeout)
 	graceCtx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
 	defer cancel()
+	for s.active.Load() > 0 && graceCtx.Err() == nil {
+		select {
+		case <-time.After(20 * time.Millisecond):
+		case <-graceCtx.Done():
+		}
+	}
 	err := srv.Shutdown(graceCtx)
 	if err != nil {
 		// Grace period over: cancel the runs still going and drop their
@@ -180,6 +195,11 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if s.draining.Load() {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, `{"status":"draining"}`+"\n")
+		return
+	}
 	io.WriteString(w, `{"status":"ok"}`+"\n")
 }
 
@@ -198,6 +218,8 @@ func methodNotAllowed(w http.ResponseWriter, allow string) {
 }
 
 func (s *Server) handleRunCode(w http.ResponseWriter, r *http.Request) {
+	s.active.Add(1)
+	defer s.active.Add(-1)
 	start := time.Now()
 	code, status, lang := s.runCode(w, r)
 	s.metrics.observeRequest(code, status)
@@ -218,6 +240,11 @@ func (s *Server) runCode(w http.ResponseWriter, r *http.Request) (code int, stat
 	if r.Method != http.MethodPost {
 		methodNotAllowed(w, http.MethodPost)
 		return http.StatusMethodNotAllowed, "", ""
+	}
+	if s.draining.Load() {
+		w.Header().Set("Retry-After", "1")
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"detail": "shutting down: send this request to another server"})
+		return http.StatusServiceUnavailable, "", ""
 	}
 	if r.ContentLength > s.opts.MaxBodyBytes {
 		return s.tooLarge(w), "", ""
