@@ -45,6 +45,16 @@ func TestServeStopsOnOneSIGTERM(t *testing.T) {
 			t.Errorf("start line %q lacks %q", startLine, want)
 		}
 	}
+	// A body far over --max-body gets 413, not a reset connection.
+	big, err := http.Post(base+"/run_code", "application/json", strings.NewReader(`{"code": "`+strings.Repeat("x", 100<<20)+`", "language": "python"}`))
+	if err != nil {
+		t.Errorf("a 100 MB body: %v, want a 413", err)
+	} else {
+		big.Body.Close()
+		if big.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Errorf("a 100 MB body: HTTP %d, want 413", big.StatusCode)
+		}
+	}
 	rest := make(chan string, 1)
 	go func() { b, _ := io.ReadAll(stderr); rest <- string(b) }()
 

@@ -1,10 +1,8 @@
 //go:build noisy
 
-// The noisy-neighbour test (issue #26). It keeps the machine busy for many
-// minutes and does not pass yet: a fork-spinning neighbour in the same
-// run slows some programs in ways the time given back for CPU waiting does
-// not cover (no cgroup per run yet), so .ci/run does not run it. Run it by
-// hand:
+// The noisy-neighbour test (issue #26). It keeps the machine busy for
+// minutes, so it is not in the README's test command; .ci/run runs it on
+// its own, after the other tests. By hand:
 //
 //	go test -count=1 -tags noisy -run TestNoisyNeighbour -v ./job
 
