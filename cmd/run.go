@@ -213,6 +213,13 @@ func resumeCommand(c *cobra.Command, opts *runOptions) string {
 		if f.Name == "resume" {
 			return
 		}
+		// A list flag prints as [a,b]; it is given back one value at a time.
+		if sv, ok := f.Value.(pflagSliceValue); ok {
+			for _, v := range sv.GetSlice() {
+				parts = append(parts, "--"+f.Name+"="+shellQuote(v))
+			}
+			return
+		}
 		parts = append(parts, "--"+f.Name+"="+shellQuote(f.Value.String()))
 	})
 	if !c.Flags().Lookup("output").Changed {

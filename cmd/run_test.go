@@ -151,7 +151,14 @@ func TestRunThroughServeAndInterruptResume(t *testing.T) {
 		if !strings.Contains(stderr, "--resume") || !strings.Contains(stderr, "-o") {
 			t.Errorf("hard %v: stderr does not show the resume command: %s", hard, stderr)
 		}
-		code, _, stderr = run(context.Background(), "run", in, "-o", out, "-q", "--sandbox-url", srv2.URL+"/run_code", "--max-concurrent", "2", "--resume")
+		// The resume line, run as printed (its words split as sh splits them).
+		_, line, found := strings.Cut(stderr, "resume with: ")
+		line, _, _ = strings.Cut(line, "\n")
+		words := shellWords(t, line)
+		if !found || len(words) < 2 || words[0] != "verl-score" {
+			t.Fatalf("hard %v: no resume line in %q", hard, stderr)
+		}
+		code, _, stderr = run(context.Background(), words[1:]...)
 		if code != ExitOK {
 			t.Fatalf("hard %v: resume: got exit %d: %s", hard, code, stderr)
 		}
@@ -178,6 +185,44 @@ func TestConfigCommandShowsSources(t *testing.T) {
 			t.Errorf("config output lacks %q:\n%s", want, stdout)
 		}
 	}
+}
+
+// shellWords splits a command line as sh does for what shellQuote writes:
+// words apart at spaces, '...' quoting, \' outside quotes.
+func shellWords(t *testing.T, line string) []string {
+	var words []string
+	var cur strings.Builder
+	in, any := false, false
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case in && c == '\'':
+			in = false
+		case in:
+			cur.WriteByte(c)
+		case c == '\'':
+			in, any = true, true
+		case c == '\\' && i+1 < len(line):
+			i++
+			cur.WriteByte(line[i])
+			any = true
+		case c == ' ':
+			if cur.Len() > 0 || any {
+				words = append(words, cur.String())
+			}
+			cur.Reset()
+			any = false
+		default:
+			cur.WriteByte(c)
+		}
+	}
+	if in {
+		t.Fatalf("unterminated quote in %q", line)
+	}
+	if cur.Len() > 0 || any {
+		words = append(words, cur.String())
+	}
+	return words
 }
 
 func tail(s string) string { return s[max(0, len(s)-300):] }

@@ -9,6 +9,9 @@ import (
 
 type pflagFlag = pflag.Flag
 
+// pflagSliceValue is a list flag's value.
+type pflagSliceValue = pflag.SliceValue
+
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
