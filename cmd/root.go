@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -133,7 +134,8 @@ func exitCode(err error, w io.Writer) int {
 	}
 	fmt.Fprintln(w, "verl-score:", err)
 	var ue *UsageError
-	if errors.As(err, &ue) || errors.Is(err, rollout.ErrMissingColumn) {
+	// cobra's own usage errors (an unknown command) are plain errors.
+	if errors.As(err, &ue) || errors.Is(err, rollout.ErrMissingColumn) || strings.HasPrefix(err.Error(), "unknown command ") {
 		return ExitUsage
 	}
 	return ExitFailed

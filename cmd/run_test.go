@@ -83,6 +83,7 @@ func TestRunExitCodes(t *testing.T) {
 	}{
 		{"no input", []string{"run"}, ExitUsage, "run takes one INPUT"},
 		{"unknown flag", []string{"run", "x.jsonl", "--bogus"}, ExitUsage, "unknown flag"},
+		{"unknown command", []string{"frobnicate"}, ExitUsage, `unknown command "frobnicate"`},
 		{"bad mode", []string{"run", "x.jsonl", "--mode", "sometimes"}, ExitUsage, "mode must be one of"},
 		{"missing file", []string{"run", filepath.Join(dir, "nope.jsonl"), "--sandbox-url", "http://127.0.0.1:1/run_code"}, ExitFailed, "nope.jsonl"},
 		{"bad url", []string{"run", "x.jsonl", "--sandbox-url", "ftp://x"}, ExitFailed, `verl-score: sandbox url "ftp://x": scheme`},
