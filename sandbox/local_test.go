@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -430,5 +432,28 @@ func TestProgramsReopenTheirStdio(t *testing.T) {
 		if rr := resp.RunResult; resp.Status != sandboxclient.StatusSuccess || rr.Stdout != "3" || rr.Stderr != "e" {
 			t.Errorf("%s: %s, run %+v", tc.lang, resp.Status, rr)
 		}
+	}
+}
+
+// The README's list of the embedded sandbox's languages is the runners'.
+func TestReadmeListsEveryRunner(t *testing.T) {
+	data, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Join(strings.Fields(string(data)), " ")
+	m := regexp.MustCompile(`\((\d+) of verl's languages: ([^;]+);`).FindStringSubmatch(text)
+	if m == nil {
+		t.Fatal("README has no \"(N of verl's languages: ...;\" list")
+	}
+	listed := strings.Split(m[2], ", ")
+	slices.Sort(listed)
+	var runners []string
+	for lang := range languages {
+		runners = append(runners, lang)
+	}
+	slices.Sort(runners)
+	if !slices.Equal(listed, runners) || m[1] != strconv.Itoa(len(runners)) {
+		t.Errorf("README lists %s languages %v; the runners are %d: %v", m[1], listed, len(runners), runners)
 	}
 }
