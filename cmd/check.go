@@ -229,6 +229,14 @@ func runCheck(ctx context.Context, opts *checkOptions) error {
 		return err
 	}
 	defer sc.close()
+	if opts.input != "-" {
+		if _, err := os.Stat(opts.input); err != nil {
+			return fmt.Errorf("cannot read input %s: %w", opts.input, errors.Unwrap(err))
+		}
+	}
+	if err := sc.probe(); err != nil {
+		return err
+	}
 	if !opts.quiet {
 		fmt.Fprintf(errOut, "verl-score: checking %s with the %s\n", opts.input, sc.desc)
 	}

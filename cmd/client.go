@@ -1,12 +1,15 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/verl-score/verl-score/rollout"
 	"github.com/verl-score/verl-score/score"
@@ -61,6 +64,43 @@ func sandboxClient(cfg *config.Config, warn io.Writer) (sandboxclient.Client, st
 	return l, fmt.Sprintf("embedded sandbox (%d at once)", cfg.LocalConcurrency), func() { l.Close() }, nil
 }
 
+// probeTimeout bounds the probe of each endpoint before scoring.
+const probeTimeout = 5 * time.Second
+
+// probeEndpoints asks every endpoint, at once, whether it answers, so that
+// a dead sandbox fails a run in seconds rather than after every case's
+// retries. None answering is an error naming each; some not answering is
+// a warning (the fleet's retries go round them).
+func probeEndpoints(cfg *config.Config, warn io.Writer) error {
+	urls := cfg.SandboxURL
+	header := http.Header{}
+	for _, h := range cfg.SandboxHeader {
+		if name, value, err := sandboxclient.ParseHeader(h); err == nil {
+			header.Add(name, value)
+		}
+	}
+	errs := make([]error, len(urls))
+	var wg sync.WaitGroup
+	for i, u := range urls {
+		wg.Go(func() { errs[i] = sandboxclient.Probe(context.Background(), u, header, probeTimeout) })
+	}
+	wg.Wait()
+	var dead []string
+	for _, err := range errs {
+		if err != nil {
+			dead = append(dead, err.Error())
+		}
+	}
+	switch {
+	case len(dead) == 0:
+		return nil
+	case len(dead) == len(urls):
+		return fmt.Errorf("no sandbox to score with: %s (is the server running? nothing was scored)", strings.Join(dead, "; "))
+	}
+	fmt.Fprintf(warn, "verl-score: warning: %d of %d sandbox endpoints do not answer: %s\n", len(dead), len(urls), strings.Join(dead, "; "))
+	return nil
+}
+
 // scoring is what a scoring command (run, check) needs: the
 // configuration, the reader options, and the engine over its sandbox
 // client.
@@ -71,6 +111,9 @@ type scoring struct {
 	desc   string // the sandbox client, for people
 	close  func()
 	warn   func(string)
+	// probe fails when no sandbox endpoint answers (nil for the embedded
+	// sandbox); called once the input is known to be readable.
+	probe func() error
 	// endpoints gives a fleet's per-endpoint figures; nil for one sandbox.
 	endpoints func() []sandboxclient.EndpointStats
 }
@@ -133,7 +176,13 @@ func setupScoring(loader *config.Loader, errOut io.Writer) (*scoring, error) {
 		closeClient()
 		return nil, err
 	}
-	sc := &scoring{cfg: cfg, reader: ro, eng: eng, desc: desc, close: closeClient, warn: warn}
+	sc := &scoring{cfg: cfg, reader: ro, eng: eng, desc: desc, close: closeClient, warn: warn,
+		probe: func() error {
+			if len(cfg.SandboxURL) == 0 {
+				return nil
+			}
+			return probeEndpoints(cfg, errOut)
+		}}
 	if f, ok := client.(*sandboxclient.Fleet); ok {
 		sc.endpoints = f.Stats
 	}

@@ -51,6 +51,10 @@ func (l *requestLog) server(t *testing.T) *httptest.Server {
 	t.Cleanup(func() { local.Close() })
 	h := sandbox.NewServer(local, sandbox.ServerOptions{}).Handler()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost { // run's probe
+			h.ServeHTTP(w, r)
+			return
+		}
 		body, _ := io.ReadAll(r.Body)
 		var req struct{ Code, Stdin string }
 		json.Unmarshal(body, &req)

@@ -150,6 +150,9 @@ func runScore(ctx context.Context, opts *runOptions) error {
 			return fmt.Errorf("cannot read input %s: %w", opts.input, errors.Unwrap(err))
 		}
 	}
+	if err := sc.probe(); err != nil {
+		return err
+	}
 	if !opts.quiet {
 		fmt.Fprintf(errOut, "verl-score: scoring %s into %s with the %s\n", opts.input, output, sc.desc)
 	}

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/verl-score/verl-score/config"
 	"github.com/verl-score/verl-score/sandbox"
@@ -35,7 +36,7 @@ func sandboxServer(t testing.TB, cancelAfter int64, cancel func()) *httptest.Ser
 	var n atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.ServeHTTP(w, r)
-		if n.Add(1) == cancelAfter && cancel != nil {
+		if r.Method == http.MethodPost && n.Add(1) == cancelAfter && cancel != nil { // not run's probe
 			cancel()
 		}
 	}))
@@ -328,13 +329,46 @@ func TestRunInfraFailuresAreNotResults(t *testing.T) {
 		return strings.Count(string(b), "\n")
 	}
 
+	// Nothing listening: the probe fails the run in seconds, nothing scored.
 	dead := filepath.Join(dir, "dead.jsonl")
-	code, _, stderr := run(context.Background(), "run", in, "-o", dead, "-q", "--retry-overload=false", "--sandbox-url", "http://127.0.0.1:1/run_code")
-	if code != ExitFailed || !strings.Contains(stderr, "sandbox unusable") || !strings.Contains(stderr, "connection refused") {
-		t.Errorf("dead sandbox: exit %d, stderr %q; want exit %d and sandbox unusable with the first error", code, stderr, ExitFailed)
+	start := time.Now()
+	code, _, stderr := run(context.Background(), "run", in, "-o", dead, "-q", "--sandbox-url", "http://127.0.0.1:1/run_code")
+	if code != ExitFailed || !strings.Contains(stderr, "does not answer") || !strings.Contains(stderr, "connection refused") {
+		t.Errorf("dead sandbox: exit %d, stderr %q; want exit %d and the endpoint that does not answer", code, stderr, ExitFailed)
+	}
+	if took := time.Since(start); took > 10*time.Second { // verl's retries took 74 s on taco
+		t.Errorf("dead sandbox: the run took %v to fail", took)
+	}
+	if _, err := os.Stat(dead); err == nil {
+		t.Error("dead sandbox: an output was written though nothing was scored")
+	}
+	// A server that answers the probe but drops every request: each case
+	// -1, the output written, exit 1 with "sandbox unusable"; the client
+	// stops retrying once it has seen many dropped connections and no
+	// answer, so this too ends in seconds.
+	var posts atomic.Int64
+	dropper := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		posts.Add(1)
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	}))
+	defer dropper.Close()
+	start = time.Now()
+	code, _, stderr = run(context.Background(), "run", in, "-o", dead, "-q", "--sandbox-url", dropper.URL+"/run_code")
+	if code != ExitFailed || !strings.Contains(stderr, "sandbox unusable") || !strings.Contains(stderr, "has not answered once") {
+		t.Errorf("dropping sandbox: exit %d, stderr %q; want exit %d and sandbox unusable with the first error", code, stderr, ExitFailed)
 	}
 	if n := lines(dead); n != 4 {
-		t.Errorf("dead sandbox: output holds %d rows, want 4", n)
+		t.Errorf("dropping sandbox: output holds %d rows, want 4", n)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("dropping sandbox: %v and %d requests before the run gave up", took, posts.Load())
 	}
 
 	// Every 25th request gets a 500, as an overloaded proxy would answer.
@@ -378,6 +412,7 @@ func TestRunInfraFailuresAreNotResults(t *testing.T) {
 // the columns there are, and no output.
 func TestRunMisspeltKey(t *testing.T) {
 	dir := t.TempDir()
+	live := sandboxServer(t, 0, nil)
 	in := exampleRows(t, dir, 3)
 	for _, tc := range []struct {
 		input string
@@ -390,7 +425,7 @@ func TestRunMisspeltKey(t *testing.T) {
 		{"../testdata/rollout/verl_rows.parquet", []string{"--response-key", "respones"}, []string{`verl_rows.parquet: no response column "respones"`, "responses"}},
 	} {
 		out := filepath.Join(dir, "out.jsonl")
-		args := append([]string{"run", tc.input, "-o", out, "-q", "--sandbox-url", "http://127.0.0.1:1/run_code"}, tc.flags...)
+		args := append([]string{"run", tc.input, "-o", out, "-q", "--sandbox-url", live.URL + "/run_code"}, tc.flags...)
 		code, _, stderr := run(context.Background(), args...)
 		if code != ExitUsage {
 			t.Errorf("%v: exit %d, want %d (stderr %q)", tc.flags, code, ExitUsage, stderr)
@@ -417,6 +452,10 @@ func TestRunRefusesABusyOutput(t *testing.T) {
 	started := make(chan struct{}, 64)
 	inner := sandboxServer(t, 0, nil)
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost { // run's probe
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
 		started <- struct{}{}
 		<-release
 		resp, err := http.Post(inner.URL+"/run_code", "application/json", r.Body)
@@ -710,7 +749,9 @@ func frontServer(t *testing.T, backend *httptest.Server, gate func(*http.Request
 				return
 			}
 		}
-		passed.Add(1)
+		if r.Method == http.MethodPost { // not run's probe
+			passed.Add(1)
+		}
 		r2, _ := http.NewRequest(r.Method, backend.URL+r.URL.Path, r.Body)
 		r2.Header = r.Header
 		resp, err := http.DefaultClient.Do(r2)

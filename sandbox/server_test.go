@@ -625,15 +625,24 @@ func TestServeGracefulShutdown(t *testing.T) {
 	<-block.started
 	cancel()
 
-	// The listener closes: new connections are refused while the run goes on.
-	waitFor(t, "the listener to close", func() bool {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
+	// Draining: /health is not ready and new requests are turned away with
+	// Retry-After while the run goes on.
+	waitFor(t, "/health to say draining", func() bool {
+		resp, err := http.Get("http://" + addr + "/health")
 		if err != nil {
-			return true
+			return false
 		}
-		c.Close()
-		return false
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusServiceUnavailable
 	})
+	turned, err := http.Post(url, "application/json", strings.NewReader(`{"code": "x", "language": "python"}`))
+	if err != nil {
+		t.Fatalf("a new request while draining: %v", err)
+	}
+	turned.Body.Close()
+	if turned.StatusCode != http.StatusServiceUnavailable || turned.Header.Get("Retry-After") == "" {
+		t.Errorf("a new request while draining: %d, Retry-After %q; want 503 with Retry-After", turned.StatusCode, turned.Header.Get("Retry-After"))
+	}
 	select {
 	case err := <-served:
 		t.Fatalf("ListenAndServe returned %v before the in-flight run finished", err)
@@ -651,6 +660,11 @@ func TestServeGracefulShutdown(t *testing.T) {
 	}
 	if err := <-served; err != nil {
 		t.Errorf("ListenAndServe returned %v, want nil", err)
+	}
+	// Then the listener is gone.
+	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		c.Close()
+		t.Error("the listener is still open after the shutdown")
 	}
 	select {
 	case <-block.canceled:

@@ -136,7 +136,19 @@ type HTTPClient struct {
 	bufs   sync.Pool // *bytes.Buffer, for request and response bodies
 
 	maxBody int64 // MaxResponseBytes; smaller in tests
+
+	// answered is set by the first HTTP response, whatever its status;
+	// unanswered counts the connection failures before it. An endpoint
+	// that has never answered and keeps refusing is dead, not busy: its
+	// requests stop retrying (neverAnsweredLimit).
+	answered   atomic.Bool
+	unanswered atomic.Int64
 }
+
+// neverAnsweredLimit is how many connection failures, with no answer ever,
+// make the client give up retrying at once: a dead endpoint fails a run
+// in seconds, not after every case's retries.
+const neverAnsweredLimit = 16
 
 // NewHTTPClient validates opts and builds a client with a connection pool
 // of opts.MaxConns keep-alive connections.
@@ -281,6 +293,9 @@ func (c *HTTPClient) Run(ctx context.Context, req *Request) (*Response, error) {
 	for {
 		attempts++
 		resp, status, retryAfter, err := c.attempt(ctx, body, timeout)
+		if status != 0 || err == nil {
+			c.answered.Store(true)
+		}
 		if ctx.Err() != nil {
 			return nil, &APIError{Attempts: attempts, StatusCode: status, Err: fmt.Errorf("request cancelled: %w", ctx.Err())}
 		}
@@ -298,6 +313,9 @@ func (c *HTTPClient) Run(ctx context.Context, req *Request) (*Response, error) {
 				return nil, &APIError{Attempts: attempts, StatusCode: status, Err: fmt.Errorf("%w (attempt %d of %d)", err, gateway, gatewayAttempts)}
 			}
 			delay = time.Duration(gateway) * gatewayDelay
+		case status == 0 && !c.answered.Load() && c.unanswered.Add(1) >= neverAnsweredLimit:
+			return nil, &APIError{Attempts: attempts, Err: fmt.Errorf("%w (gave up: %s has not answered once, %d connection failures)",
+				err, RedactURL(c.url), c.unanswered.Load())}
 		case c.retry.Overload && isOverload(status, err):
 			overload++
 			if overload >= c.retry.OverloadAttempts {
@@ -530,5 +548,47 @@ func (r *bodyReader) Close() error {
 	if r.closed.CompareAndSwap(false, true) {
 		r.body.release()
 	}
+	return nil
+}
+
+// Probe asks whether anything answers HTTP at url within timeout (asking
+// again while it refuses): any response, whatever
+// its status (a SandboxFusion server answers 405 to a GET of /run_code),
+// means the endpoint is up; a refused, reset or timed-out connection, an
+// unknown host or a TLS failure means it is not. It goes through the
+// environment's proxy as requests do, and sends header.
+func Probe(ctx context.Context, rawURL string, header http.Header, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		return err
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	c := &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment}}
+	defer c.CloseIdleConnections()
+	// A server still starting refuses for a moment: asked again until the
+	// time is up.
+	resp, err := c.Do(req)
+	for err != nil && ctx.Err() == nil {
+		select {
+		case <-time.After(250 * time.Millisecond):
+		case <-ctx.Done():
+		}
+		if ctx.Err() == nil {
+			resp, err = c.Do(req.Clone(ctx))
+		}
+	}
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("%s does not answer: %w", RedactURL(rawURL), err)
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
 	return nil
 }
