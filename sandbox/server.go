@@ -86,7 +86,7 @@ type Server struct {
 	// requests are turned away while those in progress finish.
 	draining atomic.Bool
 	metrics  *serverMetrics
-	log     *slog.Logger
+	log      *slog.Logger
 }
 
 // NewServer returns a server that runs every request with c.
