@@ -35,7 +35,7 @@ EXIT STATUS
 // checkKeys are the configuration keys check takes: those of run, less
 // the ones about run's own outputs.
 func checkKeys() []string {
-	return scoringKeysExcept("infra_errors", "max_infra_errors", "cases_out_max_text")
+	return scoringKeysExcept("infra_errors", "max_infra_errors", "max_input_errors", "pass_k", "cases_out_max_text")
 }
 
 // scoringKeysExcept is scoringKeys less the keys named.

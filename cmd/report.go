@@ -6,12 +6,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/verl-score/verl-score/job"
 	"github.com/verl-score/verl-score/report"
 	"github.com/verl-score/verl-score/rollout"
 )
 
 func newReportCmd(s Streams) *cobra.Command {
-	var cases, out, dsKey string
+	var cases, out, dsKey, passK string
 	c := &cobra.Command{
 		Use:   "report SCORED",
 		Short: "Render a scored output as one self-contained HTML page",
@@ -40,7 +41,11 @@ check and diff write their own page with --html.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			opts := rollout.DefaultOptions()
 			opts.DataSourceKey = dsKey
-			rep, err := report.Build(args[0], cases, opts)
+			ks, err := job.ParsePassK(passK)
+			if err != nil {
+				return &UsageError{Err: err}
+			}
+			rep, err := report.Build(args[0], cases, opts, ks...)
 			if err != nil {
 				return err
 			}
@@ -58,5 +63,6 @@ check and diff write their own page with --html.`,
 	f.StringVar(&cases, "cases", "", "the run's --cases-out file, for the slowest cases, failure messages and audit flags")
 	f.StringVarP(&out, "output", "o", "report.html", "the HTML file to write (- for stdout)")
 	f.StringVar(&dsKey, "data-source-key", "data_source", "column holding the data source")
+	f.StringVar(&passK, "pass-k", "", "the k of pass@k, as run's --pass-k (e.g. 1,5,10,100); default 1 and the powers of two")
 	return c
 }

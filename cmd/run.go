@@ -22,7 +22,7 @@ import (
 var scoringKeys = []string{
 	"sandbox_url", "max_concurrent", "timeout", "memory_limit_mb", "mode", "language", "extract",
 	"no_compile_skip", "no_dedup", "compare", "checker_key", "audit", "audit_fail", "cache", "cache_key", "cache_timeouts", "cache_max_mb", "response_key", "data_source_key", "ground_truth_key", "data_source", "language_key",
-	"infra_errors", "max_infra_errors", "cases_out_max_text", "retry_overload", "retry_sandbox_errors",
+	"infra_errors", "max_infra_errors", "max_input_errors", "pass_k", "cases_out_max_text", "retry_overload", "retry_sandbox_errors",
 	"local_concurrency", "isolation", "fast_paths", "ruby_stack_mb", "sandbox_header",
 }
 
@@ -162,11 +162,15 @@ func runScore(ctx context.Context, opts *runOptions) error {
 	if output == "-" {
 		sumOut = errOut
 	}
+	passK, err := job.ParsePassK(cfg.PassK)
+	if err != nil {
+		return &UsageError{Err: err}
+	}
 	rows := progress.NewRows()
 	jo := job.Options{
 		Input: opts.input, Stdin: opts.streams.In, Output: output, Stdout: opts.streams.Out, CasesOut: opts.casesOut, Summary: opts.summary,
 		Reader: sc.reader, DataSource: cfg.DataSource, MaskInfra: cfg.InfraErrors == "mask",
-		MaxText: cfg.CasesOutMaxText, Resume: opts.resume, Warn: sc.warn, Rows: rows, Endpoints: sc.endpoints, Shard: opts.shardAt,
+		MaxText: cfg.CasesOutMaxText, PassK: passK, Resume: opts.resume, Warn: sc.warn, Rows: rows, Endpoints: sc.endpoints, Shard: opts.shardAt,
 	}
 	reporter := progress.Start(errOut, progressMode(opts.quiet), sc.eng, rows, 5*time.Second)
 	unwatch := stopOnInterrupt(opts.streams, sc.eng)
@@ -193,6 +197,9 @@ func runScore(ctx context.Context, opts *runOptions) error {
 	}
 	if err := sum.CheckInfra(cfg.MaxInfraErrors); err != nil {
 		return fmt.Errorf("%w (sandbox: %s); the output %s holds the rows, with these failures as verdict -1", err, sc.desc, output)
+	}
+	if err := sum.CheckInput(cfg.MaxInputErrors); err != nil {
+		return fmt.Errorf("%w; the output %s holds the rows, each with its reward_error", err, output)
 	}
 	if frac, sent := sum.InfraFraction(); frac > 0 {
 		fmt.Fprintf(errOut, "verl-score: warning: %d of %d responses (%.1f%%) met an infrastructure error; their failed cases are -1, not the code's fault\n",

@@ -662,7 +662,7 @@ func TestRunAndDiffAgreeOnMeans(t *testing.T) {
 }
 
 // Every setting is taken by run (scoringKeys); check takes all but run's
-// own output settings.
+// own output and exit settings.
 func TestEverySettingIsWired(t *testing.T) {
 	taken := map[string]bool{}
 	for _, k := range scoringKeys {
@@ -673,8 +673,8 @@ func TestEverySettingIsWired(t *testing.T) {
 			t.Errorf("setting %q is not in scoringKeys: run has no flag for it", s.Key)
 		}
 	}
-	if n := len(scoringKeys) - len(checkKeys()); n != 3 {
-		t.Errorf("check leaves out %d of run's keys, want the 3 about run's outputs", n)
+	if n := len(scoringKeys) - len(checkKeys()); n != 5 {
+		t.Errorf("check leaves out %d of run's keys, want the 5 about run's outputs, summary and exit", n)
 	}
 }
 
@@ -874,5 +874,54 @@ func TestRunShardsAndMerge(t *testing.T) {
 	}
 	if code, _, stderr := run(context.Background(), "run", in, "--shard", "3/3"); code != ExitUsage || !strings.Contains(stderr, "--shard") {
 		t.Errorf("--shard 3/3: exit %d, %s", code, stderr)
+	}
+}
+
+// Input problems are reported as such: a ground-truth key that points at
+// the wrong field fails the run (exit 1, naming the first row), and a line
+// that is not JSON is counted apart, out of the means, with its own
+// warning and not the one about rows without a data source.
+func TestRunInputErrors(t *testing.T) {
+	dir := t.TempDir()
+	srv := sandboxServer(t, 0, nil)
+	url := srv.URL + "/run_code"
+	out := filepath.Join(dir, "style.jsonl")
+	code, _, stderr := run(context.Background(), "run", "../testdata/example.jsonl", "-o", out, "-q", "--sandbox-url", url,
+		"--ground-truth-key", "reward_model.style")
+	if code != ExitFailed || !strings.Contains(stderr, "38 of 38 responses") || !strings.Contains(stderr, "--max-input-errors") ||
+		!strings.Contains(stderr, "first: row 0 response 0: invalid test_cases JSON format") {
+		t.Errorf("wrong ground-truth key: exit %d, stderr %q; want exit 1 naming the first row", code, stderr)
+	}
+	if b, _ := os.ReadFile(out); strings.Count(string(b), "\n") != 22 {
+		t.Errorf("wrong ground-truth key: the output holds %d rows, want 22", strings.Count(string(b), "\n"))
+	}
+	// Under the bound: a warning-free exit 0.
+	if code, _, stderr := run(context.Background(), "run", "../testdata/example.jsonl", "-o", out, "-q", "--sandbox-url", url,
+		"--ground-truth-key", "reward_model.style", "--max-input-errors", "1"); code != ExitOK {
+		t.Errorf("--max-input-errors 1: exit %d: %s", code, stderr)
+	}
+
+	in := writeFile(t, dir, "bad.jsonl", `{"data_source":"x","responses":["`+"```python\\nprint(1)\\n```"+`"],"reward_model":{"ground_truth":"{\"inputs\":[\"\"],\"outputs\":[\"1\"]}"}}`+"\nthis is not json\n")
+	code, stdout, stderr := run(context.Background(), "run", in, "-o", filepath.Join(dir, "bad.out.jsonl"), "-q", "--json", "--sandbox-url", url)
+	if code != ExitOK {
+		t.Fatalf("a line that is not JSON: exit %d: %s", code, stderr)
+	}
+	var sum struct {
+		Overall struct {
+			Prompts   int     `json:"prompts"`
+			Responses int     `json:"responses"`
+			Mean      float64 `json:"mean_score"`
+		} `json:"overall"`
+		Unreadable int    `json:"unreadable_rows"`
+		First      string `json:"first_unreadable_row"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Overall.Prompts != 1 || sum.Overall.Responses != 1 || sum.Overall.Mean != 1 || sum.Unreadable != 1 || !strings.Contains(sum.First, "bad.jsonl:2") {
+		t.Errorf("a line that is not JSON: summary %+v; want 1 prompt with mean 1 and 1 unreadable row at bad.jsonl:2", sum)
+	}
+	if strings.Contains(stderr, "without a data source") || !strings.Contains(stderr, "1 input row could not be read") {
+		t.Errorf("a line that is not JSON: stderr %q", stderr)
 	}
 }

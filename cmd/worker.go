@@ -12,7 +12,7 @@ import (
 // those of run less the ones about reading rows and writing files.
 func workerKeys() []string {
 	return scoringKeysExcept("response_key", "data_source_key", "ground_truth_key", "data_source", "language_key",
-		"infra_errors", "max_infra_errors", "cases_out_max_text")
+		"infra_errors", "max_infra_errors", "max_input_errors", "pass_k", "cases_out_max_text")
 }
 
 func newWorkerCmd(s Streams) *cobra.Command {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -51,6 +52,8 @@ type Config struct {
 
 	InfraErrors     string  `mapstructure:"infra_errors"`
 	MaxInfraErrors  float64 `mapstructure:"max_infra_errors"`
+	MaxInputErrors  float64 `mapstructure:"max_input_errors"`
+	PassK           string  `mapstructure:"pass_k"`
 	CasesOutMaxText int     `mapstructure:"cases_out_max_text"`
 
 	RetryOverload      bool   `mapstructure:"retry_overload"`
@@ -104,6 +107,8 @@ func Settings() []Setting {
 		{Key: "language_key", Flag: "language-key", Default: "", Usage: "dotted path of a per-row language (a string, or a list aligned with the responses) that overrides --language, e.g. extra_info.response_languages"},
 		{Key: "infra_errors", Flag: "infra-errors", Default: "score", Usage: "responses with infrastructure failures: score (count them, as verl) or mask (leave them out of the means)"},
 		{Key: "max_infra_errors", Flag: "max-infra-errors", Default: 0.05, Usage: "fail (exit 1, after writing the output) when more than this fraction of the responses sent met an infrastructure error; all of them failing always does"},
+		{Key: "max_input_errors", Flag: "max-input-errors", Default: 0.2, Usage: "fail (exit 1, after writing the output) when more than this fraction of the responses could not be run for an input reason (a bad row, a ground truth that does not parse: often a wrong --ground-truth-key)"},
+		{Key: "pass_k", Flag: "pass-k", Default: "", Usage: "the k of pass@k in the summary, separated by commas, e.g. 1,5,10,100 (each over the prompts with at least k responses; the summary says how many); default 1 and the powers of two"},
 		{Key: "cases_out_max_text", Flag: "cases-out-max-text", Default: 4096, Usage: "bytes of stdout/stderr kept per case in --cases-out"},
 		{Key: "retry_overload", Flag: "retry-overload", Default: true, Usage: "retry 429, 503 and refused/reset connections with backoff"},
 		{Key: "retry_sandbox_errors", Flag: "retry-sandbox-errors", Default: 1, Usage: "attempts in all for a SandboxError answer (1 = no retry, as verl)"},
@@ -339,6 +344,18 @@ func (c *Config) Validate() error {
 	oneOf("infra_errors", c.InfraErrors, "score", "mask")
 	if c.MaxInfraErrors < 0 || c.MaxInfraErrors > 1 {
 		errs = append(errs, &ValueError{Key: "max_infra_errors", Err: fmt.Errorf("max_infra_errors must be a fraction from 0 to 1, got %g", c.MaxInfraErrors)})
+	}
+	if c.MaxInputErrors < 0 || c.MaxInputErrors > 1 {
+		errs = append(errs, &ValueError{Key: "max_input_errors", Err: fmt.Errorf("max_input_errors must be a fraction from 0 to 1, got %g", c.MaxInputErrors)})
+	}
+	for _, f := range strings.Split(c.PassK, ",") {
+		if f = strings.TrimSpace(f); f == "" && strings.TrimSpace(c.PassK) == "" {
+			break
+		}
+		if k, err := strconv.Atoi(f); err != nil || k < 1 {
+			errs = append(errs, &ValueError{Key: "pass_k", Err: fmt.Errorf("pass_k: want positive whole numbers separated by commas, such as 1,5,10,100; got %q", c.PassK)})
+			break
+		}
 	}
 	oneOf("isolation", c.LocalIsolation, "auto", "basic", "none")
 	if c.RubyStackMB < 0 {

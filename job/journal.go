@@ -33,10 +33,13 @@ type journalHeader struct {
 
 // rowRecord is one finished row.
 type rowRecord struct {
-	Index      int                          `json:"index"`
-	DataSource string                       `json:"data_source"`
-	IsList     bool                         `json:"is_list"`
-	Prompt     string                       `json:"prompt,omitempty"` // rows of one prompt (dumps) share it
+	Index      int    `json:"index"`
+	DataSource string `json:"data_source"`
+	IsList     bool   `json:"is_list"`
+	Prompt     string `json:"prompt,omitempty"` // rows of one prompt (dumps) share it
+	// Unreadable is why the row could not be read at all (a line that is
+	// not JSON): it still has its output row, and stays out of the means.
+	Unreadable string                       `json:"unreadable,omitempty"`
 	Responses  []responseRecord             `json:"responses"`
 	Cases      [][]sandboxclient.CaseResult `json:"cases,omitempty"`
 }
@@ -49,13 +52,15 @@ type responseRecord struct {
 	Verdicts    []int8   `json:"verdicts"`
 	Statuses    []string `json:"statuses"`
 	Err         *string  `json:"error,omitempty"`
-	Requests    int      `json:"requests,omitempty"`
-	Saved       int      `json:"saved,omitempty"`
-	Deduped     int      `json:"deduped,omitempty"`
-	Cached      int      `json:"cached,omitempty"`
-	Retries     int      `json:"retries,omitempty"`
-	Infra       bool     `json:"infra,omitempty"`
-	Language    string   `json:"language,omitempty"`
+	// InputErr: Err is the input's fault (a bad row or ground truth).
+	InputErr bool   `json:"input_error,omitempty"`
+	Requests int    `json:"requests,omitempty"`
+	Saved    int    `json:"saved,omitempty"`
+	Deduped  int    `json:"deduped,omitempty"`
+	Cached   int    `json:"cached,omitempty"`
+	Retries  int    `json:"retries,omitempty"`
+	Infra    bool   `json:"infra,omitempty"`
+	Language string `json:"language,omitempty"`
 	// StarvedReruns counts the requests the embedded sandbox ran again
 	// because a step was starved for a CPU.
 	StarvedReruns int `json:"starved_reruns,omitempty"`

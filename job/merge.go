@@ -54,6 +54,7 @@ type shardHeader struct {
 	InvalidUTF8Rows  int    `json:"rows_with_invalid_utf8"`
 	InvalidUTF8Bytes int    `json:"invalid_utf8_bytes_replaced"`
 	FirstInfraError  string `json:"first_infra_error,omitempty"`
+	PassK            []int  `json:"pass_k,omitempty"`
 	// Reader is how the shard read the input; Merge reads it again so.
 	Reader readerSettings `json:"reader"`
 }
@@ -85,7 +86,7 @@ func writeShardFile(opts Options, wo rollout.WriteOptions, fp, settings string, 
 	hdr := shardHeader{Version: shardVersion, Input: opts.Input, Settings: settings, K: opts.Shard.K, N: opts.Shard.N,
 		Rows: len(recs), InfraErrors: sum.InfraErrors, WallSeconds: sum.WallSeconds, InvalidUTF8Rows: sum.InvalidUTF8Rows,
 		InvalidUTF8Bytes: sum.InvalidUTF8Bytes, FirstInfraError: sum.FirstInfraError, Reader: readerSettingsOf(opts.Reader),
-		RewardExact: wo.RewardExact, Compare: sum.Compare, Checker: sum.Checker}
+		RewardExact: wo.RewardExact, Compare: sum.Compare, Checker: sum.Checker, PassK: sum.PassK}
 	if opts.CasesOut != "" {
 		hdr.CasesOut, _ = filepath.Abs(opts.CasesOut)
 	}
@@ -178,7 +179,7 @@ func Merge(opts MergeOptions) (*Summary, error) {
 	for _, s := range shards {
 		cases = append(cases, s.hdr.CasesOut)
 	}
-	sum := newSummary(first.Input, opts.Output, first.InfraErrors == "mask")
+	sum := newSummary(first.Input, opts.Output, first.InfraErrors == "mask", first.PassK)
 	sum.Compare, sum.Checker = first.Compare, first.Checker
 	var wall float64
 	for _, s := range shards {

@@ -29,7 +29,9 @@ type Options struct {
 	Output   string // .parquet or .jsonl; "-" writes JSONL to Stdout (no journal)
 	Stdout   io.Writer
 	CasesOut string // optional per-case JSONL
-	Summary  string // optional summary JSON
+	// PassK are the k of pass@k in the summary; nil: 1 and the powers of two.
+	PassK   []int
+	Summary string // optional summary JSON
 
 	Reader     rollout.Options
 	DataSource string // for rows that have none
@@ -217,7 +219,7 @@ func Run(ctx context.Context, eng *score.Engine, opts Options) (*Summary, error)
 	}
 
 	p := &pipeline{opts: opts, mode: eng.Options().Mode, wo: writeOptions(eng.Options()), w: w, cw: cw, jr: jr, done: done, slotOf: map[int64]slot{},
-		sum: newSummary(opts.Input, opts.Output, opts.MaskInfra), rows: rows}
+		sum: newSummary(opts.Input, opts.Output, opts.MaskInfra, opts.PassK), rows: rows}
 	in := make(chan score.Solution, 64)
 	readErr := make(chan error, 1)
 	// The reader stops with ctx, when the engine is stopped, or when it
@@ -361,7 +363,8 @@ func (p *pipeline) feed(ctx context.Context, rd rollout.Reader, in chan<- score.
 			if row.InvalidUTF8Bytes > 0 {
 				p.invalidUTF8(row)
 			}
-			if !p.warnedNoSource && row.SourceOr(p.opts.DataSource) == "" && p.mode == score.ModeAuto && p.opts.Warn != nil {
+			unreadable := unreadableRow(row)
+			if !p.warnedNoSource && unreadable == "" && row.SourceOr(p.opts.DataSource) == "" && p.mode == score.ModeAuto && p.opts.Warn != nil {
 				p.warnedNoSource = true
 				p.opts.Warn(fmt.Sprintf("%s:%d: rows without a data source (rollout dumps carry none): --mode auto scores them over all cases, "+
 					"as verl does for a source it does not know; pass --data-source (e.g. codecontests) or --mode continuous to choose", row.File, row.Line))
@@ -376,7 +379,7 @@ func (p *pipeline) feed(ctx context.Context, rd rollout.Reader, in chan<- score.
 			sols := score.RowSolutions(row, p.opts.DataSource, id)
 			id += int64(len(sols))
 			rec := &rowRecord{Index: row.Index, DataSource: row.SourceOr(p.opts.DataSource), IsList: row.ResponseIsList, Prompt: row.Prompt,
-				Responses: make([]responseRecord, len(sols))}
+				Responses: make([]responseRecord, len(sols)), Unreadable: unreadable}
 			if len(sols) == 0 {
 				p.finishRow(bs, i, rec, false) // an empty list: nothing to score
 				continue
@@ -428,6 +431,16 @@ func (p *pipeline) invalidUTF8(row *rollout.Row) {
 	}
 }
 
+// unreadableRow is why a row could not be read at all (its line is not a
+// JSON object), or "".
+func unreadableRow(row *rollout.Row) string {
+	var re *rollout.RowError
+	if errors.As(row.Err, &re) && re.Field == "" {
+		return re.Error()
+	}
+	return ""
+}
+
 // maxRowWarnings bounds the bad-row messages printed; the rest are counted.
 const maxRowWarnings = 20
 
@@ -474,6 +487,10 @@ func (p *pipeline) collect(r *score.Result) error {
 	if r.Err != "" {
 		e := r.Err
 		rr.Err = &e
+		rr.InputErr = r.InputErr
+		if r.InputErr && rec.Unreadable == "" && p.sum.FirstInputError == "" {
+			p.sum.FirstInputError = fmt.Sprintf("row %d response %d: %s", rec.Index, sl.idx, r.Err)
+		}
 	}
 	rec.Responses[sl.idx] = rr
 	if rr.Infra && p.sum.FirstInfraError == "" {

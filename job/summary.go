@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -37,6 +38,17 @@ type Summary struct {
 	// FirstInfraError is the first infrastructure error seen, for the
 	// message that says the sandbox is unusable.
 	FirstInfraError string `json:"first_infra_error,omitempty"`
+	// FirstInputError is the first response that could not be run for an
+	// input reason (a bad row or ground truth), with its row.
+	FirstInputError string `json:"first_input_error,omitempty"`
+	// PassK are the k of pass@k asked for (--pass-k); empty: 1 and the
+	// powers of two.
+	PassK []int `json:"pass_k,omitempty"`
+	// UnreadableRows are input rows that could not be read at all (a line
+	// that is not JSON): each has its output row with reward 0 and the
+	// reason, and none counts in the prompts, responses or means.
+	UnreadableRows  int    `json:"unreadable_rows"`
+	FirstUnreadable string `json:"first_unreadable_row,omitempty"`
 	// Endpoints are the figures of each sandbox endpoint of a fleet.
 	Endpoints []sandboxclient.EndpointStats `json:"endpoints,omitempty"`
 	// CrashedAtStart lists the languages all of whose responses were
@@ -86,6 +98,9 @@ type Group struct {
 	InfraErrorRate float64 `json:"infra_error_rate"`
 	Masked         int     `json:"responses_masked"`
 	ResponseErrors int     `json:"responses_with_error"`
+	// InputErrors are the responses of ResponseErrors that could not be
+	// run for an input reason: a bad row or ground truth.
+	InputErrors int `json:"responses_with_input_error"`
 	// With a compare mode or a checker: the mean score under verl's exact
 	// comparison, and the responses whose reward differs from that one.
 	MeanScoreExact  *float64 `json:"mean_score_exact,omitempty"`
@@ -113,14 +128,15 @@ type Group struct {
 	keptResponses  int
 	passSum        map[int]float64
 	passN          map[int]int
+	ks             []int // the k of pass@k; nil: 1 and the powers of two
 }
 
-func newGroup() *Group {
-	return &Group{Verdicts: map[string]int{}, PassAtK: map[string]float64{}, PassAtKPrompts: map[string]int{}, passSum: map[int]float64{}, passN: map[int]int{}}
+func newGroup(ks []int) *Group {
+	return &Group{ks: ks, Verdicts: map[string]int{}, PassAtK: map[string]float64{}, PassAtKPrompts: map[string]int{}, passSum: map[int]float64{}, passN: map[int]int{}}
 }
 
-func newSummary(input, output string, mask bool) *Summary {
-	s := &Summary{Input: input, Output: output, InfraErrors: "score", Overall: newGroup(), BySource: map[string]*Group{}}
+func newSummary(input, output string, mask bool, ks []int) *Summary {
+	s := &Summary{Input: input, Output: output, InfraErrors: "score", Overall: newGroup(ks), BySource: map[string]*Group{}, PassK: ks}
 	if mask {
 		s.InfraErrors = "mask"
 	}
@@ -219,6 +235,10 @@ func signalName(n int) string {
 // Warnings are what the summary found that a person should hear about.
 func (s *Summary) Warnings() []string {
 	var out []string
+	if s.UnreadableRows > 0 {
+		out = append(out, fmt.Sprintf("%s could not be read (first: %s): each has its output row with reward 0 and the reason in reward_error, "+
+			"and none counts in the prompts or the means", progress.Count(s.UnreadableRows, "input row"), s.FirstUnreadable))
+	}
 	for _, c := range s.CrashedAtStart {
 		w := fmt.Sprintf("every %s response (%d) crashed at start with %s and no output: the sandbox, not the code, is the likely cause", c.Language, c.Responses, c.Signal)
 		if c.Cause != "" {
@@ -231,6 +251,13 @@ func (s *Summary) Warnings() []string {
 
 // add folds one finished row into the summary.
 func (s *Summary) add(rec *rowRecord, mask bool) {
+	if rec.Unreadable != "" {
+		s.UnreadableRows++
+		if s.FirstUnreadable == "" {
+			s.FirstUnreadable = rec.Unreadable
+		}
+		return
+	}
 	s.noteLanguages(rec)
 	src := rec.DataSource
 	if src == "" {
@@ -238,7 +265,7 @@ func (s *Summary) add(rec *rowRecord, mask bool) {
 	}
 	g, ok := s.BySource[src]
 	if !ok {
-		g = newGroup()
+		g = newGroup(s.PassK)
 		s.BySource[src] = g
 		s.order = append(s.order, src)
 	}
@@ -290,6 +317,9 @@ func (g *Group) addRow(rec *rowRecord, mask bool) {
 		g.Cases += len(r.Verdicts)
 		if r.Err != nil {
 			g.ResponseErrors++
+			if r.InputErr {
+				g.InputErrors++
+			}
 		}
 		if r.Audit != nil {
 			g.noteAudit(rec, j, r.Audit)
@@ -320,7 +350,7 @@ func (g *Group) addRow(rec *rowRecord, mask bool) {
 		g.sumPromptMeans += sum / float64(kept)
 		g.sumExactMeans += sumExact / float64(kept)
 		g.meanPrompts++
-		for _, k := range Ks(kept) {
+		for _, k := range KsUpTo(g.ks, kept) {
 			g.passSum[k] += PassAtK(kept, correct, k)
 			g.passN[k]++
 		}
@@ -423,6 +453,42 @@ func Ks(n int) []int {
 	return out
 }
 
+// KsUpTo are the k of ks (nil: Ks) that n responses allow: pass@k needs at
+// least k of them.
+func KsUpTo(ks []int, n int) []int {
+	if ks == nil {
+		return Ks(n)
+	}
+	var out []int
+	for _, k := range ks {
+		if k <= n {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// ParsePassK reads --pass-k: k values separated by commas ("1,5,10,100"),
+// each positive, in increasing order once sorted; "" is nil (the default:
+// 1 and the powers of two).
+func ParsePassK(s string) ([]int, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var ks []int
+	for _, f := range strings.Split(s, ",") {
+		k, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || k < 1 {
+			return nil, fmt.Errorf("pass_k: want positive whole numbers separated by commas, such as 1,5,10,100; got %q", f)
+		}
+		if !slices.Contains(ks, k) {
+			ks = append(ks, k)
+		}
+	}
+	slices.Sort(ks)
+	return ks, nil
+}
+
 // PassAtK is the unbiased estimator 1 - C(n-c, k) / C(n, k).
 func PassAtK(n, c, k int) float64 {
 	if n-c < k {
@@ -455,7 +521,7 @@ func (s *Summary) WriteTable(w io.Writer) {
 		maxK = max(maxK, k)
 	}
 	head := []string{"data_source", "prompts", "responses", "mean/prompt", "mean/response"}
-	for _, k := range Ks(maxK) {
+	for _, k := range KsUpTo(s.PassK, maxK) {
 		head = append(head, fmt.Sprintf("pass@%d", k))
 	}
 	head = append(head, verdictOrder...)
@@ -463,7 +529,7 @@ func (s *Summary) WriteTable(w io.Writer) {
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	row := func(name string, g *Group) {
 		cols := []string{name, fmt.Sprint(g.Prompts), fmt.Sprint(g.Responses), fmt.Sprintf("%.4f", g.MeanScore), fmt.Sprintf("%.4f", g.MeanOverResponses)}
-		for _, k := range Ks(maxK) {
+		for _, k := range KsUpTo(s.PassK, maxK) {
 			if v, ok := g.PassAtK[fmt.Sprintf("pass@%d", k)]; ok {
 				cols = append(cols, fmt.Sprintf("%.4f", v))
 			} else {
@@ -484,13 +550,19 @@ func (s *Summary) WriteTable(w io.Writer) {
 		row("overall", s.Overall)
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "mean/prompt is verl's test_score/<data_source> (mean over prompts of their mean score)"+passNote(s.Overall, maxK))
+	fmt.Fprintln(w, "mean/prompt is verl's test_score/<data_source> (mean over prompts of their mean score)"+passNote(s.Overall, KsUpTo(s.PassK, maxK)))
 	fmt.Fprintf(w, "%s in %.1fs (%.1f cases/s)", progress.Count(s.Overall.Cases-s.resumedCases, "case"), s.WallSeconds, s.CasesPerSec)
 	if s.Overall.Masked > 0 {
 		fmt.Fprintf(w, "; %s with infrastructure errors left out of the means", progress.Count(s.Overall.Masked, "response"))
 	}
 	if n := s.Overall.ResponseErrors; n > 0 {
 		fmt.Fprintf(w, "; %s could not be run (see reward_error)", progress.Count(n, "response"))
+		if m := s.Overall.InputErrors; m > 0 {
+			fmt.Fprintf(w, ", %d of them for an input reason", m)
+		}
+	}
+	if n := s.UnreadableRows; n > 0 {
+		fmt.Fprintf(w, "; %s unreadable, left out", progress.Count(n, "input row"))
 	}
 	if n := s.Overall.StarvedReruns; n > 0 {
 		fmt.Fprintf(w, "; %s run again: starved for a CPU", progress.Count(n, "request"))
@@ -612,11 +684,28 @@ func (s *Summary) CheckInfra(maxFrac float64) error {
 	return nil
 }
 
+// ErrTooManyInputErrors: more responses than --max-input-errors allows
+// could not be run for an input reason.
+var ErrTooManyInputErrors = errors.New("too many responses could not be run for input reasons")
+
+// CheckInput fails when more than maxFrac of the responses could not be
+// run for an input reason (a bad row, a ground truth that does not parse):
+// the likely cause is the run's settings (--ground-truth-key) or the
+// dataset, not the responses. It names the first.
+func (s *Summary) CheckInput(maxFrac float64) error {
+	n, all := s.Overall.InputErrors, s.Overall.Responses
+	if n == 0 || all == 0 || float64(n) <= maxFrac*float64(all) {
+		return nil
+	}
+	return fmt.Errorf("%w: %d of %d responses (%.1f%%), more than --max-input-errors %g allows; first: %s (is --ground-truth-key right?)",
+		ErrTooManyInputErrors, n, all, 100*float64(n)/float64(all), maxFrac, s.FirstInputError)
+}
+
 // passNote says how many prompts each pass@k covers when that is fewer
 // than all: pass@k needs at least k responses.
-func passNote(g *Group, maxK int) string {
+func passNote(g *Group, ks []int) string {
 	var parts []string
-	for _, k := range Ks(maxK) {
+	for _, k := range ks {
 		if n := g.passN[k]; n < g.meanPrompts {
 			parts = append(parts, fmt.Sprintf("pass@%d over %d", k, n))
 		}

@@ -2,6 +2,8 @@ package job
 
 import (
 	"math"
+	"math/bits"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -55,7 +57,7 @@ func TestSummaryMeansAndMask(t *testing.T) {
 		{false, (0.5 + 0.75 + 0 + 0.25) / 4, 0.625, 0.125, 0.5, 0},
 		{true, (0.5 + 1 + 0.25) / 3, 0.75, 0.25, (0.5 + 1) / 2, 3},
 	} {
-		s := newSummary("in", "out", tt.mask)
+		s := newSummary("in", "out", tt.mask, nil)
 		for _, r := range rows {
 			s.add(r, tt.mask)
 		}
@@ -109,7 +111,7 @@ func TestCrashedAtStart(t *testing.T) {
 		}
 	}
 
-	s := newSummary("in", "out", false)
+	s := newSummary("in", "out", false, nil)
 	resp := func(lang, crash string) responseRecord {
 		return responseRecord{Verdicts: []int8{-2}, Language: lang, Crash: crash}
 	}
@@ -130,5 +132,69 @@ func TestCrashedAtStart(t *testing.T) {
 	s.WriteTable(&table)
 	if !strings.Contains(table.String(), "crashed at start: every ruby response (3) with SIGSEGV and no output") {
 		t.Errorf("table:\n%s", table.String())
+	}
+}
+
+// pass@k against a brute-force count: over every k-subset of n responses
+// of which c are correct, the fraction holding at least one correct.
+func TestPassAtKAgainstEverySubset(t *testing.T) {
+	for n := 1; n <= 8; n++ {
+		for c := 0; c <= n; c++ {
+			for k := 1; k <= n; k++ {
+				hit, all := 0, 0
+				for mask := 0; mask < 1<<n; mask++ {
+					if bits.OnesCount(uint(mask)) != k {
+						continue
+					}
+					all++
+					if mask&(1<<c-1) != 0 { // responses 0..c-1 are the correct ones
+						hit++
+					}
+				}
+				want := float64(hit) / float64(all)
+				if got := PassAtK(n, c, k); math.Abs(got-want) > 1e-12 {
+					t.Errorf("pass@%d with %d of %d correct: %g, brute force %g", k, c, n, got, want)
+				}
+			}
+		}
+	}
+}
+
+// --pass-k: the summary has exactly the k asked for that some prompt
+// allows, each over the prompts with at least k responses.
+func TestSummaryPassK(t *testing.T) {
+	ks, err := ParsePassK("10, 1,5,5")
+	if err != nil || !slices.Equal(ks, []int{1, 5, 10}) {
+		t.Fatalf("ParsePassK: %v %v", ks, err)
+	}
+	if _, err := ParsePassK("1,0"); err == nil {
+		t.Error("ParsePassK took 0")
+	}
+	s := newSummary("in", "out", false, ks)
+	resp := func(ok bool) responseRecord {
+		v := int8(0)
+		if ok {
+			v = 1
+		}
+		return responseRecord{Reward: float64(v), Verdicts: []int8{v}, Requests: 1}
+	}
+	six := []responseRecord{resp(true), resp(false), resp(false), resp(false), resp(false), resp(false)}
+	s.add(&rowRecord{Index: 0, DataSource: "a", Responses: six}, false)
+	s.add(&rowRecord{Index: 1, DataSource: "a", Responses: []responseRecord{resp(true), resp(true)}}, false)
+	s.finish(time.Second)
+	g := s.Overall
+	if len(g.PassAtK) != 2 {
+		t.Errorf("pass@k keys %v, want pass@1 and pass@5 (no prompt has 10 responses)", g.PassAtK)
+	}
+	if want := (PassAtK(6, 1, 1) + PassAtK(2, 2, 1)) / 2; math.Abs(g.PassAtK["pass@1"]-want) > 1e-12 || g.PassAtKPrompts["pass@1"] != 2 {
+		t.Errorf("pass@1 = %g over %d, want %g over 2", g.PassAtK["pass@1"], g.PassAtKPrompts["pass@1"], want)
+	}
+	if want := PassAtK(6, 1, 5); math.Abs(g.PassAtK["pass@5"]-want) > 1e-12 || g.PassAtKPrompts["pass@5"] != 1 {
+		t.Errorf("pass@5 = %g over %d, want %g over 1", g.PassAtK["pass@5"], g.PassAtKPrompts["pass@5"], want)
+	}
+	var b strings.Builder
+	s.WriteTable(&b)
+	if !strings.Contains(b.String(), "pass@5 over 1") || strings.Contains(b.String(), "pass@2") {
+		t.Errorf("table:\n%s", b.String())
 	}
 }

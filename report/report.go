@@ -62,6 +62,7 @@ type Group struct {
 	meanRows, kept                         int
 	passSum                                map[int]float64
 	passN                                  map[int]int
+	ks                                     []int // nil: 1 and the powers of two
 	verdicts                               map[string]int
 }
 
@@ -101,14 +102,16 @@ func isInfra(status string) bool {
 	return infraStatuses[status] || strings.HasPrefix(status, "unknown_api_status_")
 }
 
-func newGroup(name string) *Group {
-	return &Group{Name: name, passSum: map[int]float64{}, passN: map[int]int{}, verdicts: map[string]int{}}
+func newGroup(name string, ks []int) *Group {
+	return &Group{Name: name, ks: ks, passSum: map[int]float64{}, passN: map[int]int{}, verdicts: map[string]int{}}
 }
 
 // Build reads a scored output (and, when casesPath is not "", its
 // --cases-out file) into a Report. opts are the reader options the run
 // used (the data source key).
-func Build(scoredPath, casesPath string, opts rollout.Options) (*Report, error) {
+//
+// ks are the k of pass@k (none: 1 and the powers of two), as run's --pass-k.
+func Build(scoredPath, casesPath string, opts rollout.Options, ks ...int) (*Report, error) {
 	rd, err := rollout.OpenScored(scoredPath, opts)
 	if err != nil {
 		return nil, err
@@ -116,7 +119,7 @@ func Build(scoredPath, casesPath string, opts rollout.Options) (*Report, error) 
 	defer rd.Close()
 	r := &Report{Scored: scoredPath, Cases: casesPath}
 	groups := map[string]*Group{}
-	overall := newGroup("overall")
+	overall := newGroup("overall", ks)
 	for {
 		row, err := rd.Next()
 		if errors.Is(err, io.EOF) {
@@ -131,7 +134,7 @@ func Build(scoredPath, casesPath string, opts rollout.Options) (*Report, error) 
 		}
 		g, ok := groups[name]
 		if !ok {
-			g = newGroup(name)
+			g = newGroup(name, ks)
 			groups[name] = g
 		}
 		g.addRow(row)
@@ -212,7 +215,7 @@ func (g *Group) addRow(row *rollout.ScoredRow) {
 	g.sumRowMeans += sum / float64(n)
 	g.sumExactMeans += sumExact / float64(n)
 	g.meanRows++
-	for _, k := range job.Ks(n) {
+	for _, k := range job.KsUpTo(g.ks, n) {
 		g.passSum[k] += job.PassAtK(n, correct, k)
 		g.passN[k]++
 	}

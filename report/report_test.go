@@ -327,3 +327,22 @@ func TestCheckHTML(t *testing.T) {
 		}
 	}
 }
+
+// --pass-k: the report's pass@k are the k asked for, each with its prompts.
+func TestReportPassK(t *testing.T) {
+	ex := scored(t)
+	rep, err := Build(ex.scored, ex.cases, rollout.DefaultOptions(), 1, 3, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range rep.Groups {
+		for _, p := range g.PassAtK {
+			if p.K != 1 && p.K != 3 {
+				t.Errorf("%s: pass@%d, want only 1 and 3 (no prompt has 100 responses)", g.Name, p.K)
+			}
+			if p.K == 3 && p.Prompts == 0 {
+				t.Errorf("%s: pass@3 over no prompt", g.Name)
+			}
+		}
+	}
+}

@@ -158,17 +158,20 @@ type Result struct {
 	Score float64
 	// ScoreExact is the score under verl's exact comparison, which
 	// differs from Score only with another compare mode or a checker.
-	ScoreExact  float64
-	Continuous  bool
-	Language    string
-	Cases       []sandboxclient.CaseResult // in case order
-	Err         string                     // "" when the solution could be scored
-	Requests    int                        // requests sent (attempts not counted)
-	Saved       int                        // requests not sent thanks to compile-error skipping
-	Deduped     int                        // requests not sent: an identical execution's answer was shared
-	Cached      int                        // requests not sent: the answer came from the cache
-	Retries     int                        // extra HTTP attempts
-	CheckerRuns int                        // requests that ran the problem's checker (not in Requests)
+	ScoreExact float64
+	Continuous bool
+	Language   string
+	Cases      []sandboxclient.CaseResult // in case order
+	Err        string                     // "" when the solution could be scored
+	// InputErr marks an Err that is the input's fault, not the response's:
+	// a bad row or a ground truth that cannot be parsed.
+	InputErr    bool
+	Requests    int // requests sent (attempts not counted)
+	Saved       int // requests not sent thanks to compile-error skipping
+	Deduped     int // requests not sent: an identical execution's answer was shared
+	Cached      int // requests not sent: the answer came from the cache
+	Retries     int // extra HTTP attempts
+	CheckerRuns int // requests that ran the problem's checker (not in Requests)
 	// Audit is what the audit's probes found, with Options.Audit.
 	Audit *Audit
 	// Aborted is set when the context was cancelled while cases were in
@@ -403,6 +406,7 @@ func (e *Engine) start(sol Solution) *solState {
 	st.res.Continuous = e.opts.Mode.Continuous(sol.DataSource)
 	if sol.Err != nil {
 		st.res.Err = sol.Err.Error()
+		st.res.InputErr = true
 		st.finished = true
 		close(st.done)
 		return st
@@ -430,6 +434,7 @@ func (e *Engine) start(sol Solution) *solState {
 	set, err := truth.parsed(e.opts.CheckerKey)
 	if err != nil {
 		st.res.Err = err.Error()
+		st.res.InputErr = true
 		st.finished = true
 		close(st.done)
 		return st
