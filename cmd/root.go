@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/verl-score/verl-score/progress"
 	"github.com/verl-score/verl-score/rollout"
 	"github.com/verl-score/verl-score/score"
 	"github.com/verl-score/verl-score/version"
@@ -171,13 +172,18 @@ func signalContext(parent context.Context) (context.Context, <-chan struct{}, co
 }
 
 // stopOnInterrupt stops eng gently when s.Interrupt closes, until the
-// returned function is called.
+// returned function is called, and says at once what it waits for.
 func stopOnInterrupt(s Streams, eng *score.Engine) func() {
 	done := make(chan struct{})
 	go func() {
 		select {
 		case <-s.Interrupt:
 			eng.Stop()
+			if s.ErrOut != nil {
+				fmt.Fprintf(s.ErrOut, "\nverl-score: interrupted: waiting for the %s in flight to finish, then writing what is done "+
+					"(interrupt again to abandon them; the run can be resumed either way)\n",
+					progress.Count(int(eng.Progress().InFlight.Load()), "request"))
+			}
 		case <-done:
 		}
 	}()

@@ -153,6 +153,10 @@ func TestRunThroughServeAndInterruptResume(t *testing.T) {
 		if !strings.Contains(stderr, "--resume") || !strings.Contains(stderr, "-o") {
 			t.Errorf("hard %v: stderr does not show the resume command: %s", hard, stderr)
 		}
+		// A gentle stop says at once what it waits for.
+		if !hard && !strings.Contains(stderr, "interrupted: waiting for the") {
+			t.Errorf("gentle stop: no line saying what it waits for: %s", stderr)
+		}
 		// The resume line, run as printed (its words split as sh splits them).
 		_, line, found := strings.Cut(stderr, "resume with: ")
 		line, _, _ = strings.Cut(line, "\n")
