@@ -18,9 +18,14 @@ type DiffOptions struct {
 
 // Diff compares two outputs of `verl-score run` (parquet or JSONL, in any
 // mix), A the reference and B the new one, response by response and case
-// by case. Rows are matched by position and responses by index; a row or
-// response present on one side only is Missing, a mismatch. There are no
-// reruns: a diff has no flaky outcome.
+// by case. Rows are matched by identity (their id with Reader.IDKey, else
+// their prompt and ground truth; the k-th row of an identity on one side
+// with the k-th on the other), in A's order, and responses by index; a row
+// or response present on one side only is Missing, a mismatch. Where a
+// row has no identity, rows are matched by position, and the report says
+// so. When fewer than half the rows match, the two are not outputs of one
+// input and Diff refuses (ErrNotSameInput). There are no reruns: a diff
+// has no flaky outcome.
 func Diff(a, b string, opts DiffOptions) (*Report, error) {
 	if err := validate(opts.Tolerance, opts.MaxMismatch, 0); err != nil {
 		return nil, err
@@ -38,31 +43,98 @@ func Diff(a, b string, opts DiffOptions) (*Report, error) {
 
 	rep := &Report{Command: "diff", Reference: a, New: b, Tolerance: opts.Tolerance, MaxMismatch: opts.MaxMismatch}
 	bd := newBuilder(rep, opts.KeepItems)
-	var rowsA, rowsB int
-	for {
-		x, errA := next(ra, a)
-		y, errB := next(rb, b)
-		if errA != nil {
-			return nil, errA
-		}
-		if errB != nil {
-			return nil, errB
-		}
-		if x == nil && y == nil {
+	xs, err := readAll(ra, a)
+	if err != nil {
+		return nil, err
+	}
+	ys, err := readAll(rb, b)
+	if err != nil {
+		return nil, err
+	}
+	positional := false
+	for _, r := range append(xs[:len(xs):len(xs)], ys...) {
+		if r.Identity == "" {
+			positional = true
 			break
 		}
-		if x != nil {
-			rowsA++
-		}
-		if y != nil {
-			rowsB++
-		}
-		diffRow(bd, x, y, opts.Tolerance)
 	}
-	if rowsA != rowsB {
-		bd.note("rows", "A has %d rows, B has %d: the %d rows beyond the shorter one are missing", rowsA, rowsB, abs(rowsA-rowsB))
+	if positional {
+		for i := range max(len(xs), len(ys)) {
+			var x, y *rollout.ScoredRow
+			if i < len(xs) {
+				x = xs[i]
+			}
+			if i < len(ys) {
+				y = ys[i]
+			}
+			diffRow(bd, x, y, opts.Tolerance)
+		}
+		bd.note("rows", "rows matched by position: some rows have no id (--id-key), prompt or ground truth to match them by")
+		if len(xs) != len(ys) {
+			bd.note("rows", "A has %d rows, B has %d: the %d rows beyond the shorter one are missing", len(xs), len(ys), abs(len(xs)-len(ys)))
+		}
+		return bd.finish(), nil
+	}
+	byID := map[string][]int{}
+	for j, y := range ys {
+		byID[y.Identity] = append(byID[y.Identity], j)
+	}
+	used := make([]bool, len(ys))
+	matched, moved := 0, 0
+	type pair struct{ x, y *rollout.ScoredRow }
+	pairs := make([]pair, 0, len(xs))
+	for _, x := range xs {
+		q := byID[x.Identity]
+		if len(q) == 0 {
+			pairs = append(pairs, pair{x, nil})
+			continue
+		}
+		byID[x.Identity] = q[1:]
+		used[q[0]] = true
+		matched++
+		if q[0] != x.Index {
+			moved++
+		}
+		pairs = append(pairs, pair{x, ys[q[0]]})
+	}
+	if n := max(len(xs), len(ys)); n > 0 && 2*matched < n {
+		return nil, fmt.Errorf("%w: only %d of %d rows of %s and %d of %s have a counterpart with the same prompt and ground truth (or --id-key)",
+			ErrNotSameInput, matched, len(xs), a, len(ys), b)
+	}
+	for _, p := range pairs {
+		diffRow(bd, p.x, p.y, opts.Tolerance)
+	}
+	for j, y := range ys {
+		if !used[j] {
+			diffRow(bd, nil, y, opts.Tolerance)
+		}
+	}
+	if moved > 0 {
+		bd.note("rows", "%d rows of B are at other positions than in A; rows are matched by their prompt and ground truth (or --id-key)", moved)
+	}
+	if onlyA, onlyB := len(xs)-matched, len(ys)-matched; onlyA+onlyB > 0 {
+		bd.note("rows", "%d rows of A and %d of B have no counterpart: they are missing", onlyA, onlyB)
 	}
 	return bd.finish(), nil
+}
+
+// ErrNotSameInput: the two outputs diff was given were not made from the
+// same input.
+var ErrNotSameInput = errors.New("not outputs of the same input")
+
+// readAll reads every row of a scored output.
+func readAll(r rollout.ScoredReader, name string) ([]*rollout.ScoredRow, error) {
+	var out []*rollout.ScoredRow
+	for {
+		row, err := next(r, name)
+		if err != nil {
+			return nil, err
+		}
+		if row == nil {
+			return out, nil
+		}
+		out = append(out, row)
+	}
 }
 
 func next(r rollout.ScoredReader, name string) (*rollout.ScoredRow, error) {

@@ -339,3 +339,48 @@ func TestJUnitNeedsItems(t *testing.T) {
 		t.Errorf("got %v, want ErrNoItems", err)
 	}
 }
+
+// Rows are matched by identity: the same output rotated by one row is
+// equal throughout (with a note that rows moved), and two outputs of
+// different inputs are refused.
+func TestDiffMatchesRowsByIdentity(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(fixtures, "a.scored.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := strings.Split(strings.TrimSpace(string(b)), "\n")
+	rotated := append(append([]string{}, a[1:]...), a[0])
+	pa := writeFile(t, "a.jsonl", a...)
+	for _, other := range []string{writeFile(t, "rotated.jsonl", rotated...)} {
+		rep, err := Diff(pa, other, diffOpts())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Counts.Equal != rep.Counts.Responses || rep.Counts.Mismatches != 0 || rep.Regression {
+			t.Errorf("%s: counts %+v, want every response equal", other, rep.Counts)
+		}
+		if notes := strings.Join(rep.Notes, "\n"); !strings.Contains(notes, "rows of B are at other positions") {
+			t.Errorf("%s: notes %q do not say rows moved", other, notes)
+		}
+	}
+	// By an id column: the prompts could be anything.
+	ids := make([]string, len(a))
+	for i, line := range a {
+		ids[i] = strings.Replace(line, `"prompt": [{"role": "user", "content": "problem `, fmt.Sprintf(`"uid": "task-%d", "prompt": [{"role": "user", "content": "other `, i), 1)
+	}
+	idsRotated := append(append([]string{}, ids[2:]...), ids[:2]...)
+	opts := diffOpts()
+	opts.Reader.IDKey = "uid"
+	rep, err := Diff(writeFile(t, "ids.jsonl", ids...), writeFile(t, "ids-rotated.jsonl", idsRotated...), opts)
+	if err != nil || rep.Counts.Mismatches != 0 {
+		t.Errorf("--id-key: %v, counts %+v", err, rep)
+	}
+	// Different inputs: refused.
+	var others []string
+	for i, line := range a {
+		others = append(others, strings.Replace(line, "problem ", fmt.Sprintf("unrelated %d ", i), 1))
+	}
+	if _, err := Diff(pa, writeFile(t, "others.jsonl", others...), diffOpts()); !errors.Is(err, ErrNotSameInput) {
+		t.Errorf("outputs of different inputs: %v, want ErrNotSameInput", err)
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 type diffOptions struct {
 	a, b    string
+	idKey   string
 	report  reportOptions
 	loader  *config.Loader
 	streams Streams
@@ -22,9 +23,16 @@ func newDiffCmd(s Streams) *cobra.Command {
 		Use:   "diff A B",
 		Short: "Compare two outputs of run, response by response and case by case",
 		Long: `Compare two outputs of 'verl-score run' (parquet or JSONL, in any mix):
-A is the reference, B the new one. Rows are matched by position and
-responses by index; a row or response present on one side only is
-reported as missing (a mismatch), with a note giving both counts.
+A is the reference, B the new one. Rows are matched by identity: their
+--id-key field when given, else their prompt ("prompt", or a rollout
+dump's "input"; the ground truth where there is no prompt), the k-th row
+with one prompt on one side against the k-th on the other, so that
+reordered or sharded-and-merged outputs compare as they should. Rows with
+nothing to match them by are matched by position, and the report says so.
+When fewer than half the rows match, A and B are not outputs of the same
+input and diff refuses (exit 1). Responses are matched by index; a row or
+response present on one side only is reported as missing (a mismatch),
+with a note giving both counts.
 
 The report gives the counts (equal, regressed, improved, missing), per
 data source with the mean rewards of A and B, the worst mismatches with the
@@ -45,6 +53,7 @@ score that moved is a mismatch whatever verdicts moved it.` + checkExitHelp,
 		},
 	}
 	opts.report.addFlags(c.Flags())
+	c.Flags().StringVar(&opts.idKey, "id-key", "", "dotted path of a row id to match the rows of A and B by (default: their prompt)")
 	opts.loader = config.AddFlags(c.Flags(), "data_source_key")
 	return c
 }
@@ -59,6 +68,7 @@ func runDiff(_ context.Context, opts *diffOptions) error {
 	}
 	ro := rollout.DefaultOptions()
 	ro.DataSourceKey = cfg.DataSourceKey
+	ro.IDKey = opts.idKey
 	rep, err := check.Diff(opts.a, opts.b, check.DiffOptions{
 		Reader: ro, Tolerance: opts.report.tolerance, MaxMismatch: opts.report.maxMismatch,
 		KeepItems: opts.report.junit != "",

@@ -88,6 +88,10 @@ type Options struct {
 	// string for all its responses, or a list of strings aligned with them
 	// (e.g. extra_info.response_languages). Default: none.
 	LanguageKey string
+	// IDKey, when set, is a dotted path to each row's id: diff matches the
+	// rows of two outputs by it. Unset, rows are matched by a digest of
+	// their prompt and ground truth (see ScoredRow.Identity).
+	IDKey string
 	// BatchRows is the number of rows per batch. Default 512.
 	BatchRows int
 	// Warn, when set, receives warnings that do not stop reading, such as

@@ -2,13 +2,17 @@ package rollout
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -31,7 +35,63 @@ type ScoredRow struct {
 	// RewardsExact is the reward_exact column (a compare mode or
 	// checkers); nil when absent.
 	RewardsExact []float64
+	// Identity names the row's input apart from its position: "id:" and
+	// the IDKey field when it is set, else a digest of the row's prompt
+	// ("prompt", or a dump's "input") and ground truth; "" when the row has
+	// none of them.
+	Identity string
 }
+
+// identityOf is a row's identity from its id, else its prompt, else its
+// ground truth, each as JSON (nil when absent). The prompt alone names a
+// row: two rows with one prompt (a rollout dump's responses) are told
+// apart by their order.
+func identityOf(id *string, prompt, truth []byte) string {
+	if id != nil {
+		return "id:" + *id
+	}
+	v := prompt
+	if v == nil {
+		v = truth
+	}
+	if v == nil {
+		return ""
+	}
+	sum := sha256.Sum256(canonicalJSON(v))
+	return "sha256:" + hex.EncodeToString(sum[:16])
+}
+
+// canonicalJSON re-encodes a JSON value with sorted keys, so that a value
+// reads back the same from JSONL and from parquet (where a nested value
+// may be stored as a JSON string): a string that holds a JSON array or
+// object stands for that value. What does not parse is kept as it is.
+func canonicalJSON(b []byte) []byte {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var v any
+	if d.Decode(&v) != nil {
+		return b
+	}
+	if s, ok := v.(string); ok {
+		if t := strings.TrimSpace(s); t != "" && (t[0] == '[' || t[0] == '{') {
+			var inner any
+			d := json.NewDecoder(strings.NewReader(t))
+			d.UseNumber()
+			if d.Decode(&inner) == nil {
+				v = inner
+			}
+		}
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return b
+	}
+	return out
+}
+
+// promptKeys are where a row's prompt is: verl datasets' "prompt", rollout
+// dumps' "input".
+var promptKeys = []string{"prompt", "input"}
 
 // ScoredReader reads a scored output row by row.
 type ScoredReader interface {
@@ -86,6 +146,29 @@ func (s *scoredJSONL) Next() (*ScoredRow, error) {
 	}
 	if v, ok := lookup(ms, opts.ScoreKey); ok {
 		row.RefScores, _ = decodeScores(v)
+	}
+	{
+		var id *string
+		if opts.IDKey != "" {
+			if v, ok := lookup(ms, opts.IDKey); ok {
+				var s string
+				if json.Unmarshal(v, &s) != nil {
+					s = string(v) // a number, or anything else, as written
+				}
+				id = &s
+			}
+		}
+		var prompt, truth []byte
+		for _, k := range promptKeys {
+			if v, ok := lookup(ms, k); ok {
+				prompt = v
+				break
+			}
+		}
+		if v, ok := lookup(ms, opts.GroundTruthKey); ok {
+			truth = v
+		}
+		row.Identity = identityOf(id, prompt, truth)
 	}
 	field := func(name string) (json.RawMessage, error) {
 		v, ok := get(ms, name)
@@ -181,6 +264,7 @@ type scoredParquet struct {
 	isList         bool
 	ds, score      *fieldPath
 	scoreList      bool
+	id, prompt, gt *fieldPath // what the row's Identity is made of
 	rec            arrow.RecordBatch
 	pos, recOffset int
 }
@@ -217,6 +301,18 @@ func openScoredParquet(path string, opts Options) (_ *scoredParquet, err error) 
 	}
 	if ds, ok := resolveField(schema.Fields(), opts.DataSourceKey); ok && isStringType(ds.typ) {
 		s.ds = &ds
+	}
+	if f, ok := resolveField(schema.Fields(), opts.IDKey); ok && opts.IDKey != "" {
+		s.id = &f
+	}
+	for _, k := range promptKeys {
+		if f, ok := resolveField(schema.Fields(), k); ok {
+			s.prompt = &f
+			break
+		}
+	}
+	if f, ok := resolveField(schema.Fields(), opts.GroundTruthKey); ok {
+		s.gt = &f
 	}
 	if sc, ok := resolveField(schema.Fields(), opts.ScoreKey); ok {
 		switch {
@@ -280,6 +376,27 @@ func (s *scoredParquet) Next() (*ScoredRow, error) {
 			row.DataSource = stringAt(c[len(c)-1], i)
 		}
 	}
+	value := func(f *fieldPath) []byte {
+		if f == nil {
+			return nil
+		}
+		c := f.chain(s.rec)
+		if nullAt(c, i) {
+			return []byte("null")
+		}
+		b, _ := json.Marshal(c[len(c)-1].GetOneForMarshal(i))
+		return b
+	}
+	var id *string
+	if s.id != nil {
+		v := string(value(s.id))
+		var str string
+		if json.Unmarshal([]byte(v), &str) == nil {
+			v = str
+		}
+		id = &v
+	}
+	row.Identity = identityOf(id, value(s.prompt), value(s.gt))
 	if s.score != nil {
 		c := s.score.chain(s.rec)
 		leaf := c[len(c)-1]
