@@ -34,7 +34,7 @@ var funcs = template.FuncMap{
 	"pct": func(f float64) string { return fmt.Sprintf("%.2f%%", 100*f) },
 	"histogram": func(g *Group) template.HTML {
 		labels := []string{"0", ".0–.1", ".1–.2", ".2–.3", ".3–.4", ".4–.5", ".5–.6", ".6–.7", ".7–.8", ".8–.9", ".9–1", "1"}
-		return bars("histogram", "responses by reward", labels, g.Histogram[:], "#4f7bd9")
+		return bars("histogram", "responses by reward", labels, g.Histogram[:], func(string) string { return "#4f7bd9" })
 	},
 	"verdictChart": func(g *Group) template.HTML {
 		var labels []string
@@ -42,7 +42,7 @@ var funcs = template.FuncMap{
 		for _, v := range g.Verdicts {
 			labels, counts = append(labels, v.Name), append(counts, v.Count)
 		}
-		return bars("verdicts", "cases by verdict", labels, counts, "#3f9e6e")
+		return bars("verdicts", "cases by verdict", labels, counts, verdictColor)
 	},
 	"passChart": passChart,
 	"heatmap":   heatmap,
@@ -50,8 +50,19 @@ var funcs = template.FuncMap{
 	"deref":     func(f *float64) float64 { return *f },
 }
 
-// bars draws a bar chart of counts.
-func bars(kind, title string, labels []string, counts []int, color string) template.HTML {
+// verdictColors tell the verdicts apart: passed green, wrong red, the
+// program's failures in warm tones, the sandbox's grey.
+var verdictColors = map[string]string{"True": "#3f9e6e", "False": "#c2553a", "-1": "#8a93a3", "-2": "#d68a2e", "-3": "#8e5bb5", "-4": "#7a5a3a"}
+
+func verdictColor(label string) string {
+	if c, ok := verdictColors[label]; ok {
+		return c
+	}
+	return "#4f7bd9"
+}
+
+// bars draws a bar chart of counts, each bar in color(its label).
+func bars(kind, title string, labels []string, counts []int, color func(string) string) template.HTML {
 	const w, h, left, bottom, top = 420, 180, 36, 28, 32
 	peak := 1
 	for _, c := range counts {
@@ -66,7 +77,7 @@ func bars(kind, title string, labels []string, counts []int, color string) templ
 		x := float64(left) + float64(i)*slot
 		y := float64(h-bottom) - bh
 		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" data-label="%s" data-count="%d"><title>%s: %d</title></rect>`,
-			x+2, y, slot-4, bh, color, template.HTMLEscapeString(labels[i]), c, template.HTMLEscapeString(labels[i]), c)
+			x+2, y, slot-4, bh, color(labels[i]), template.HTMLEscapeString(labels[i]), c, template.HTMLEscapeString(labels[i]), c)
 		if c > 0 {
 			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%d</text>`, x+slot/2, y-3, c)
 		}
@@ -119,10 +130,12 @@ func heatmap(r *check.Report) template.HTML {
 			}
 		}
 	}
-	w, h := left+cell*len(labels)+8, top+cell*len(labels)+8
+	const title = "reference verdict (rows) → new verdict (columns)"
+	// Wide enough for the title too (about 7 px a character at 11 px).
+	w, h := max(left+cell*len(labels)+8, 7*len([]rune(title))+8), top+cell*len(labels)+8
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg data-chart="transitions" width="%d" height="%d" role="img" aria-label="verdict transitions">`, w, h)
-	fmt.Fprintf(&b, `<text x="%d" y="12">reference verdict (rows) → new verdict (columns)</text>`, 0)
+	fmt.Fprintf(&b, `<text x="%d" y="12">%s</text>`, 0, title)
 	for j, l := range labels {
 		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">%s</text>`, left+cell*j+cell/2, top-6, template.HTMLEscapeString(l))
 	}

@@ -346,3 +346,16 @@ func TestReportPassK(t *testing.T) {
 		}
 	}
 }
+
+// The verdict bars tell the verdicts apart, and the transition map is
+// wide enough for its title whatever the number of verdicts.
+func TestChartsColoursAndWidths(t *testing.T) {
+	html := string(bars("verdicts", "cases by verdict", []string{"True", "False", "-3"}, []int{3, 2, 1}, verdictColor))
+	fills := map[string]bool{}
+	for _, m := range regexp.MustCompile(`fill="(#[0-9a-f]{6})" data-label="([^"]+)"`).FindAllStringSubmatch(html, -1) {
+		fills[m[1]] = true
+	}
+	if len(fills) != 3 {
+		t.Errorf("three verdicts drawn in %d colours: %s", len(fills), html)
+	}
+}
