@@ -25,9 +25,9 @@ compare mode or checkers changed (reward_exact). With --cases (the run's
 messages and the responses the audit flagged.
 
 Its figures are the run's summary's (mean_score, pass_at_k, verdicts, ...),
-each marked data-figure="<data source>:<name>" in the page. Rows are
-prompts: the responses of a rollout dump's prompt spread over several rows
-are not gathered as the summary gathers them.
+each marked data-figure="<data source>:<name>" in the page. A prompt is
+what it is for run: a row, or the lines of a rollout dump with one input
+at one step.
 
 check and diff write their own page with --html.`,
 		Example: `  verl-score run data.parquet -o scored.parquet --cases-out cases.jsonl

@@ -120,6 +120,9 @@ func Build(scoredPath, casesPath string, opts rollout.Options, ks ...int) (*Repo
 	r := &Report{Scored: scoredPath, Cases: casesPath}
 	groups := map[string]*Group{}
 	overall := newGroup("overall", ks)
+	prompts := map[string]*rollout.ScoredRow{}
+	var promptOrder []string
+	var promptGroup []*Group
 	for {
 		row, err := rd.Next()
 		if errors.Is(err, io.EOF) {
@@ -137,8 +140,25 @@ func Build(scoredPath, casesPath string, opts rollout.Options, ks ...int) (*Repo
 			g = newGroup(name, ks)
 			groups[name] = g
 		}
+		if row.Prompt != "" {
+			// A dump's lines of one prompt are folded into one row at the
+			// end, so that prompts, their means and pass@k are run's.
+			key := name + "\x00" + row.Prompt
+			if p, ok := prompts[key]; ok {
+				foldInto(p, row)
+			} else {
+				prompts[key] = row
+				promptOrder = append(promptOrder, key)
+				promptGroup = append(promptGroup, g)
+			}
+			continue
+		}
 		g.addRow(row)
 		overall.addRow(row)
+	}
+	for i, key := range promptOrder {
+		promptGroup[i].addRow(prompts[key])
+		overall.addRow(prompts[key])
 	}
 	if casesPath != "" {
 		if err := readCases(casesPath, groups, overall); err != nil {
@@ -219,6 +239,18 @@ func (g *Group) addRow(row *rollout.ScoredRow) {
 		g.passSum[k] += job.PassAtK(n, correct, k)
 		g.passN[k]++
 	}
+}
+
+// foldInto appends the responses of row (a dump line) to p, the first
+// line of the same prompt.
+func foldInto(p, row *rollout.ScoredRow) {
+	p.ResponseIsList = true
+	p.Rewards = append(p.Rewards, row.Rewards...)
+	p.CaseResults = append(p.CaseResults, row.CaseResults...)
+	p.CaseStatus = append(p.CaseStatus, row.CaseStatus...)
+	p.Errors = append(p.Errors, row.Errors...)
+	p.RewardsExact = append(p.RewardsExact, row.RewardsExact...)
+	p.RefScores = append(p.RefScores, row.RefScores...)
 }
 
 // bin is a reward's histogram bin.

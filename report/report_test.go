@@ -359,3 +359,41 @@ func TestChartsColoursAndWidths(t *testing.T) {
 		t.Errorf("three verdicts drawn in %d colours: %s", len(fills), html)
 	}
 }
+
+// On a rollout dump, whose prompts spread over several lines, the page's
+// figures are run's summary's too (prompts, means, pass@k), read from the
+// page as Chromium builds it.
+func TestReportOnADumpEqualsRun(t *testing.T) {
+	dir := t.TempDir()
+	l, err := sandbox.New(sandbox.Options{Warn: &bytes.Buffer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	eo := score.DefaultOptions()
+	eo.MaxConcurrent = 8
+	eng, err := score.New(l, eo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, summary := filepath.Join(dir, "dump.scored.jsonl"), filepath.Join(dir, "summary.json")
+	ro := rollout.DefaultOptions()
+	sum, err := job.Run(context.Background(), eng, job.Options{Input: "../testdata/dump", Output: out, Summary: summary, Reader: ro, DataSource: "codecontests"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Overall.Prompts >= sum.Overall.Responses {
+		t.Fatalf("the dump has %d prompts for %d responses: no prompt spreads over several lines", sum.Overall.Prompts, sum.Overall.Responses)
+	}
+	rep, err := Build(out, "", ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page bytes.Buffer
+	if err := rep.WriteHTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	compareFigures(t, page.String(), summaryFigures(t, summary))
+	dom := render(t, page.Bytes(), "dump-report")
+	compareFigures(t, dom, summaryFigures(t, summary))
+}

@@ -40,6 +40,10 @@ type ScoredRow struct {
 	// ("prompt", or a dump's "input") and ground truth; "" when the row has
 	// none of them.
 	Identity string
+	// Prompt is set on the lines of a rollout dump (an "input" and an
+	// "output"): lines with the same input at the same step are one
+	// prompt's responses, as run's summary counts them.
+	Prompt string
 }
 
 // identityOf is a row's identity from its id, else its prompt, else its
@@ -169,6 +173,13 @@ func (s *scoredJSONL) Next() (*ScoredRow, error) {
 			truth = v
 		}
 		row.Identity = identityOf(id, prompt, truth)
+		if in, ok := get(ms, dumpPromptKey); ok && jsonKind(in) == '"' {
+			if _, ok := get(ms, dumpResponseKey); ok {
+				step, _ := get(ms, "step")
+				sum := sha256.Sum256(append(append(append([]byte{}, step...), 0), in...))
+				row.Prompt = hex.EncodeToString(sum[:12])
+			}
+		}
 	}
 	field := func(name string) (json.RawMessage, error) {
 		v, ok := get(ms, name)
