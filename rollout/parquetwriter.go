@@ -54,11 +54,23 @@ type parquetWriter struct {
 	infer  []inferredField // for JSONL inputs: the inferred input columns
 	mem    memory.Allocator
 	wo     WriteOptions
+	// kv is the input parquet's key-value metadata (a dataset card's
+	// "huggingface" entry, say), kept in the output; not ARROW:schema,
+	// which describes the input's columns, not ours.
+	kv [][2]string
 }
 
 func newParquetWriter(af *atomicfile.File, src Reader, wo WriteOptions) (*parquetWriter, error) {
 	w := &parquetWriter{af: af, mem: memory.DefaultAllocator, wo: wo}
 	if pr, ok := src.(*parquetReader); ok {
+		if md := pr.pf.MetaData(); md != nil {
+			kv := md.KeyValueMetadata()
+			for i, k := range kv.Keys() {
+				if k != "ARROW:schema" {
+					w.kv = append(w.kv, [2]string{k, kv.Values()[i]})
+				}
+			}
+		}
 		if err := w.start(pr.schema.Fields(), pr.respList); err != nil {
 			return nil, err
 		}
@@ -81,6 +93,11 @@ func (w *parquetWriter) start(in []arrow.Field, isList bool) error {
 		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(w.mem)))
 	if err != nil {
 		return fmt.Errorf("create parquet writer: %w", err)
+	}
+	for _, kv := range w.kv {
+		if err := fw.AppendKeyValueMetadata(kv[0], kv[1]); err != nil {
+			return fmt.Errorf("create parquet writer: keep metadata %q: %w", kv[0], err)
+		}
 	}
 	w.fw = fw
 	return nil

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
 func dirNames(t *testing.T, dir string) []string {
@@ -227,5 +232,79 @@ func TestMemoryFlat(t *testing.T) {
 		if ratio > 2.5 {
 			t.Errorf("JSONL -> %s: heap grew %.2fx for 10x the rows, want it flat", ext, ratio)
 		}
+	}
+}
+
+// The input parquet's key-value metadata (a dataset card's "huggingface"
+// entry, say) is kept in the output; its ARROW:schema is the output's own.
+func TestParquetKeepsKeyValueMetadata(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.parquet")
+	// A copy of the fixture with a metadata entry of its own.
+	pf, err := file.OpenParquetFile(fixtureParquet, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := fr.ReadTable(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tbl.Release()
+	pf.Close()
+	f, err := os.Create(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw, err := pqarrow.NewFileWriter(tbl.Schema(), f, nil, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fw.WriteTable(tbl, 1024); err != nil {
+		t.Fatal(err)
+	}
+	fw.AppendKeyValueMetadata("huggingface", `{"info": {"dataset": "x"}}`)
+	if err := fw.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	src, err := Open(in, DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out.parquet")
+	w, err := Create(out, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range readAll(t, src) {
+		if err := w.Write(b, fakeResults(b.Rows)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src.Close()
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	pf, err = file.OpenParquetFile(out, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	kv := pf.MetaData().KeyValueMetadata()
+	if v := kv.FindValue("huggingface"); v == nil || *v != `{"info": {"dataset": "x"}}` {
+		t.Errorf("huggingface metadata: %v", v)
+	}
+	// And the output reads back, its own columns included.
+	sr, err := OpenScored(out, DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sr.Close()
+	if _, err := sr.Next(); err != nil {
+		t.Fatal(err)
 	}
 }
