@@ -57,7 +57,7 @@ func newServeCmd(s Streams) *cobra.Command {
 API (POST /run_code with the same request and response JSON), so verl's own
 reward code can use it unchanged in place of a SandboxFusion deployment.
 
---max-concurrent is how many programs compile or run at once (a slot each;
+--slots is how many programs compile or run at once (a slot each;
 default one per CPU). Requests beyond it wait, in arrival order, up to
 --max-queue-bytes of request bodies (default a sixteenth of this machine's
 memory); beyond that the server answers 503 with Retry-After: 1. A waiting
@@ -73,7 +73,9 @@ is how many requests it keeps in flight, not how many this server runs at
 once. Any value works with the defaults (256, verl's recommendation, queues
 about 256 x a few KiB), because the queue is bounded by bytes, not by
 count. verl scores a 503 as -1 at once and does not retry it, so do not set
---max-queue below max_concurrent minus --max-concurrent.
+--max-queue below max_concurrent minus --slots. (--max-concurrent, the
+old name of --slots, still works; run's --max-concurrent is another thing:
+requests in flight.)
 
 Other endpoints: GET /health answers {"status":"ok"} (503 while draining);
 GET /metrics gives
@@ -86,7 +88,7 @@ Point verl at it with:
   verl-score serve
 
   # listen on every interface, 16 runs at once, log every request
-  verl-score serve --listen 0.0.0.0:8080 --max-concurrent 16 --log-level debug
+  verl-score serve --listen 0.0.0.0:8080 --slots 16 --log-level debug
 
   # then, in verl's training command:
   python3 -m verl.trainer.main_ppo ... \
@@ -95,7 +97,7 @@ Point verl at it with:
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			if opts.MaxConcurrent <= 0 {
-				return usageErrorf("--max-concurrent must be positive, got %d", opts.MaxConcurrent)
+				return usageErrorf("--slots must be positive, got %d", opts.MaxConcurrent)
 			}
 			if opts.MaxQueue < -1 {
 				return usageErrorf("--max-queue must be -1 (no bound by count), 0 (no queue) or positive, got %d", opts.MaxQueue)
@@ -132,7 +134,10 @@ Point verl at it with:
 	}
 	f := c.Flags()
 	f.StringVar(&opts.Listen, "listen", "127.0.0.1:8080", "address to listen on (host:port; port 0 picks a free one)")
-	f.IntVar(&opts.MaxConcurrent, "max-concurrent", runtime.NumCPU(), "programs compiled or run at once")
+	f.IntVar(&opts.MaxConcurrent, "slots", runtime.NumCPU(), "programs compiled or run at once")
+	// The old name: run's --max-concurrent means requests in flight.
+	f.IntVar(&opts.MaxConcurrent, "max-concurrent", runtime.NumCPU(), "old name of --slots")
+	f.MarkDeprecated("max-concurrent", "use --slots (programs at once); run's --max-concurrent is requests in flight")
 	f.IntVar(&opts.MaxQueue, "max-queue", -1, "at most this many requests wait for a free slot (-1: bounded by --max-queue-bytes only; 0: no queue)")
 	f.StringVar(&maxQueueBytes, "max-queue-bytes", formatSize(sandbox.DefaultMaxQueueBytes()), "request bodies that may wait for a free slot, in bytes or with a KiB/MiB/GiB suffix")
 	f.StringVar(&maxBody, "max-body", "32MiB", "largest request body accepted (bytes, or with a KiB/MiB/GiB suffix); larger gets 413")

@@ -18,7 +18,7 @@ import (
 // requests are turned away, and the process exits 0.
 func TestServeStopsOnOneSIGTERM(t *testing.T) {
 	bin := buildBinary(t)
-	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--isolation", "none", "--max-concurrent", "2")
+	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--isolation", "none", "--slots", "2")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

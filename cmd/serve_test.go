@@ -120,7 +120,8 @@ func TestServeFlagValidation(t *testing.T) {
 		name string
 		args []string
 	}{
-		{"zero concurrency", []string{"--max-concurrent", "0"}},
+		{"zero slots", []string{"--slots", "0"}},
+		{"zero slots, old name", []string{"--max-concurrent", "0"}},
 		{"negative queue", []string{"--max-queue", "-2"}},
 		{"bad queue bytes", []string{"--max-queue-bytes", "lots"}},
 		{"bad body size", []string{"--max-body", "lots"}},
@@ -187,7 +188,7 @@ func TestServeHelpPointsVerlAtIt(t *testing.T) {
 	if err := c.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"reward_model.sandbox_fusion.url=http://127.0.0.1:8080/run_code", "--max-concurrent", "EXIT STATUS"} {
+	for _, want := range []string{"reward_model.sandbox_fusion.url=http://127.0.0.1:8080/run_code", "--slots", "EXIT STATUS"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("help lacks %q:\n%s", want, out.String())
 		}
