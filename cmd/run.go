@@ -14,8 +14,10 @@ import (
 	"github.com/verl-score/verl-score/job"
 	"github.com/verl-score/verl-score/progress"
 	"github.com/verl-score/verl-score/rollout"
+	"github.com/verl-score/verl-score/sandbox"
 	"github.com/verl-score/verl-score/score"
 	"github.com/verl-score/verl-score/testcases"
+	"github.com/verl-score/verl-score/version"
 )
 
 // scoringKeys are the configuration keys every scoring command takes.
@@ -172,6 +174,7 @@ func runScore(ctx context.Context, opts *runOptions) error {
 		Reader: sc.reader, DataSource: cfg.DataSource, MaskInfra: cfg.InfraErrors == "mask",
 		MaxText: cfg.CasesOutMaxText, PassK: passK, Resume: opts.resume, Warn: sc.warn, Rows: rows, Endpoints: sc.endpoints, Shard: opts.shardAt,
 	}
+	jo.Provenance, jo.Toolchains = provenance(opts.loader, sc)
 	reporter := progress.Start(errOut, progressMode(opts.quiet), sc.eng, rows, 5*time.Second)
 	unwatch := stopOnInterrupt(opts.streams, sc.eng)
 	sum, err := job.Run(ctx, sc.eng, jo)
@@ -247,4 +250,26 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// provenance is how this run's outputs are made: the build, the time, the
+// host, every setting (redacted) with its source, and the sandbox; for the
+// embedded sandbox, a function giving the toolchains of the languages used.
+func provenance(loader *config.Loader, sc *scoring) (*job.Provenance, func([]string) []job.Toolchain) {
+	host, _ := os.Hostname()
+	p := &job.Provenance{Tool: "verl-score", Version: version.Number(), Commit: version.Revision(),
+		Started: time.Now().UTC().Format(time.RFC3339), Host: host, Sandbox: sc.desc, Settings: map[string]job.Setting{}}
+	for _, e := range loader.Effective() {
+		p.Settings[e.Key] = job.Setting{Value: e.Value, Source: e.Source}
+	}
+	if len(sc.cfg.SandboxURL) > 0 {
+		return p, nil
+	}
+	return p, func(langs []string) []job.Toolchain {
+		var out []job.Toolchain
+		for _, t := range sandbox.ToolchainsOf(langs) {
+			out = append(out, job.Toolchain{Language: t.Language, Program: t.Program, Path: t.Path, Version: t.Version})
+		}
+		return out
+	}
 }

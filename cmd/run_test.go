@@ -19,8 +19,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/parquet/file"
+
 	"github.com/verl-score/verl-score/config"
+	"github.com/verl-score/verl-score/job"
 	"github.com/verl-score/verl-score/sandbox"
+	"github.com/verl-score/verl-score/version"
 )
 
 // sandboxServer is the embedded sandbox behind the real /run_code server;
@@ -927,5 +931,62 @@ func TestRunInputErrors(t *testing.T) {
 	}
 	if strings.Contains(stderr, "without a data source") || !strings.Contains(stderr, "1 input row could not be read") {
 		t.Errorf("a line that is not JSON: stderr %q", stderr)
+	}
+}
+
+// A run records how it was made: the version, the settings (redacted),
+// the sandbox and its toolchains, the start and the host, read back from
+// the summary, the parquet output's metadata and the cases file's first
+// line, which report still reads.
+func TestRunRecordsProvenance(t *testing.T) {
+	dir := t.TempDir()
+	in := exampleRows(t, dir, 3)
+	out, cases, summary := filepath.Join(dir, "out.parquet"), filepath.Join(dir, "cases.jsonl"), filepath.Join(dir, "summary.json")
+	code, _, stderr := run(context.Background(), "run", in, "-o", out, "--cases-out", cases, "--summary", summary, "-q",
+		"--timeout", "7", "--sandbox-header", "Authorization: Bearer s3cret-token")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var sum struct {
+		Provenance job.Provenance `json:"provenance"`
+	}
+	b, _ := os.ReadFile(summary)
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatal(err)
+	}
+	p := sum.Provenance
+	host, _ := os.Hostname()
+	if p.Version != version.Number() || p.Host != host || p.Started == "" || !strings.Contains(p.Sandbox, "embedded") {
+		t.Errorf("summary provenance %+v", p)
+	}
+	if s := p.Settings["timeout"]; fmt.Sprint(s.Value) != "7" || s.Source != "flag --timeout" {
+		t.Errorf("timeout setting recorded as %+v", s)
+	}
+	if len(p.Toolchains) == 0 || p.Toolchains[0].Program != "python3" || p.Toolchains[0].Version == "" {
+		t.Errorf("toolchains %+v, want python3 with its version", p.Toolchains)
+	}
+	if strings.Contains(string(b), "s3cret") {
+		t.Error("the summary holds the secret header")
+	}
+	pf, err := file.OpenParquetFile(out, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := pf.MetaData().KeyValueMetadata().FindValue(job.ProvenanceKey)
+	pf.Close()
+	var fromParquet job.Provenance
+	if kv == nil || json.Unmarshal([]byte(*kv), &fromParquet) != nil || fromParquet.Started != p.Started || len(fromParquet.Toolchains) == 0 {
+		t.Errorf("parquet metadata %s = %v", job.ProvenanceKey, kv)
+	}
+	c, _ := os.ReadFile(cases)
+	first, _, _ := strings.Cut(string(c), "\n")
+	var fromCases struct {
+		Provenance job.Provenance `json:"provenance"`
+	}
+	if json.Unmarshal([]byte(first), &fromCases) != nil || fromCases.Provenance.Started != p.Started || fromCases.Provenance.Version != p.Version {
+		t.Errorf("cases file's first line: %.300s", first)
+	}
+	if code, _, stderr := run(context.Background(), "report", out, "--cases", cases, "-o", filepath.Join(dir, "r.html")); code != ExitOK {
+		t.Errorf("report on a cases file with provenance: exit %d: %s", code, stderr)
 	}
 }

@@ -308,13 +308,23 @@ func concatFiles(out string, files []string) error {
 	if err != nil {
 		return err
 	}
-	for _, p := range files {
+	for i, p := range files {
 		f, err := os.Open(p)
 		if err != nil {
 			af.Abort()
 			return fmt.Errorf("merge: %w", err)
 		}
-		_, err = io.Copy(af, f)
+		// Each shard's cases file may open with its provenance line; the
+		// merged file keeps the first shard's.
+		br := bufio.NewReader(f)
+		if head, _ := br.Peek(len(provenancePrefix)); i > 0 && string(head) == provenancePrefix {
+			if _, err := br.ReadBytes('\n'); err != nil {
+				f.Close()
+				af.Abort()
+				return fmt.Errorf("merge: %s: %w", p, err)
+			}
+		}
+		_, err = io.Copy(af, br)
 		f.Close()
 		if err != nil {
 			af.Abort()

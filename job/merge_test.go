@@ -129,3 +129,24 @@ func runNoDedup(t *testing.T, opts Options) (*Summary, error) {
 	}
 	return Run(context.Background(), eng, opts)
 }
+
+// Merged cases files keep one provenance line: the first shard's.
+func TestConcatKeepsOneProvenanceLine(t *testing.T) {
+	dir := t.TempDir()
+	var files []string
+	for i := range 3 {
+		p := filepath.Join(dir, fmt.Sprintf("c%d.jsonl", i))
+		line, _ := provenanceLine(&Provenance{Tool: "verl-score", Started: fmt.Sprint(i)})
+		os.WriteFile(p, []byte(string(line)+"\n"+fmt.Sprintf(`{"row": %d}`, i)+"\n"), 0o644)
+		files = append(files, p)
+	}
+	out := filepath.Join(dir, "merged.jsonl")
+	if err := concatFiles(out, files); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(out)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 4 || !strings.Contains(lines[0], `"started":"0"`) || strings.Count(string(b), "provenance") != 1 {
+		t.Errorf("merged:\n%s", b)
+	}
+}

@@ -30,8 +30,13 @@ type Options struct {
 	Stdout   io.Writer
 	CasesOut string // optional per-case JSONL
 	// PassK are the k of pass@k in the summary; nil: 1 and the powers of two.
-	PassK   []int
-	Summary string // optional summary JSON
+	PassK []int
+	// Provenance, when set, goes into the summary, a parquet output's
+	// metadata and the cases file; Toolchains, when set, gives the embedded
+	// sandbox's programs of the languages used, at the end of the run.
+	Provenance *Provenance
+	Toolchains func(langs []string) []Toolchain
+	Summary    string // optional summary JSON
 
 	Reader     rollout.Options
 	DataSource string // for rows that have none
@@ -187,7 +192,7 @@ func Run(ctx context.Context, eng *score.Engine, opts Options) (*Summary, error)
 	}()
 	var cw *casesWriter
 	if opts.CasesOut != "" {
-		if cw, err = newCasesWriter(opts.CasesOut); err != nil {
+		if cw, err = newCasesWriter(opts.CasesOut, opts.Provenance); err != nil {
 			return nil, err
 		}
 		defer cw.abort()
@@ -250,6 +255,14 @@ func Run(ctx context.Context, eng *score.Engine, opts Options) (*Summary, error)
 	p.sum.Checker = eng.Options().CheckerKey
 	if opts.Endpoints != nil {
 		p.sum.Endpoints = opts.Endpoints()
+	}
+	p.finishProvenance()
+	p.sum.Provenance = opts.Provenance
+	if opts.Provenance != nil {
+		if kv, ok := w.(interface{ SetKeyValue(k, v string) }); ok {
+			b, _ := json.Marshal(opts.Provenance)
+			kv.SetKeyValue(ProvenanceKey, string(b))
+		}
 	}
 
 	if runErr != nil {
@@ -655,10 +668,18 @@ type casesWriter struct {
 	af   *atomicfile.File
 }
 
-func newCasesWriter(path string) (*casesWriter, error) {
+func newCasesWriter(path string, prov *Provenance) (*casesWriter, error) {
 	af, err := atomicfile.Create(path, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("cases output: %w", err)
+	}
+	if prov != nil {
+		b, err := provenanceLine(prov)
+		if err != nil {
+			af.Abort()
+			return nil, err
+		}
+		af.Write(append(b, '\n'))
 	}
 	return &casesWriter{path: path, af: af}, nil
 }

@@ -44,6 +44,8 @@ type Summary struct {
 	// PassK are the k of pass@k asked for (--pass-k); empty: 1 and the
 	// powers of two.
 	PassK []int `json:"pass_k,omitempty"`
+	// Provenance says how the output was made (run sets it).
+	Provenance *Provenance `json:"provenance,omitempty"`
 	// UnreadableRows are input rows that could not be read at all (a line
 	// that is not JSON): each has its output row with reward 0 and the
 	// reason, and none counts in the prompts, responses or means.

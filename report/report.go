@@ -294,17 +294,18 @@ func (g *Group) finish() {
 
 // caseLine is what the report reads of a --cases-out line.
 type caseLine struct {
-	Row             int      `json:"row"`
-	Response        int      `json:"response_index"`
-	DataSource      string   `json:"data_source"`
-	Case            int      `json:"case_index"`
-	Verdict         any      `json:"verdict"`
-	Status          string   `json:"status"`
-	Stderr          *string  `json:"stderr"`
-	CompileStderr   *string  `json:"compile_stderr"`
-	APIRequestError *string  `json:"api_request_error"`
-	Duration        *float64 `json:"duration"`
-	Audit           []string `json:"audit"`
+	Provenance      json.RawMessage `json:"provenance"` // the first line's, when run wrote one
+	Row             int             `json:"row"`
+	Response        int             `json:"response_index"`
+	DataSource      string          `json:"data_source"`
+	Case            int             `json:"case_index"`
+	Verdict         any             `json:"verdict"`
+	Status          string          `json:"status"`
+	Stderr          *string         `json:"stderr"`
+	CompileStderr   *string         `json:"compile_stderr"`
+	APIRequestError *string         `json:"api_request_error"`
+	Duration        *float64        `json:"duration"`
+	Audit           []string        `json:"audit"`
 }
 
 // readCases adds the slowest cases, the failure messages and the audit's
@@ -338,6 +339,9 @@ func readCases(path string, groups map[string]*Group, overall *Group) error {
 		var c caseLine
 		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
 			return fmt.Errorf("%s:%d: %w", path, no, err)
+		}
+		if c.Provenance != nil {
+			continue
 		}
 		name := c.DataSource
 		if name == "" {

@@ -58,7 +58,12 @@ type parquetWriter struct {
 	// "huggingface" entry, say), kept in the output; not ARROW:schema,
 	// which describes the input's columns, not ours.
 	kv [][2]string
+	// extra are key-value pairs of our own (SetKeyValue), written at Commit.
+	extra [][2]string
 }
+
+// SetKeyValue adds a key-value metadata entry to the file (at Commit).
+func (w *parquetWriter) SetKeyValue(k, v string) { w.extra = append(w.extra, [2]string{k, v}) }
 
 func newParquetWriter(af *atomicfile.File, src Reader, wo WriteOptions) (*parquetWriter, error) {
 	w := &parquetWriter{af: af, mem: memory.DefaultAllocator, wo: wo}
@@ -174,6 +179,12 @@ func (w *parquetWriter) Commit() error {
 		if err := w.start(nil, false); err != nil {
 			w.af.Abort()
 			return err
+		}
+	}
+	for _, kv := range w.extra {
+		if err := w.fw.AppendKeyValueMetadata(kv[0], kv[1]); err != nil {
+			w.af.Abort()
+			return fmt.Errorf("write parquet: metadata %q: %w", kv[0], err)
 		}
 	}
 	if err := w.fw.Close(); err != nil {

@@ -176,23 +176,48 @@ func childPath(tools map[string]string) string {
 func Toolchains() []Toolchain {
 	var out []Toolchain
 	for _, t := range toolOrder {
-		tc := Toolchain{Language: t.lang, Program: t.prog, Path: resolveTool(t.prog)}
-		tc.Found = tc.Path != ""
-		if tc.Found {
-			args := []string{"--version"}
-			switch t.prog {
-			case "go":
-				args = []string{"version"}
-			case "java", "javac":
-				args = []string{"-version"}
-			}
-			if v, err := quickOutput(tc.Path, args...); err == nil {
-				tc.Version = strings.TrimSpace(strings.SplitN(v, "\n", 2)[0])
-			}
-		}
-		out = append(out, tc)
+		out = append(out, toolchain(t.lang, t.prog))
 	}
 	return out
+}
+
+// ToolchainsOf are the programs the given languages run with, and their
+// versions: what a run that used them depended on.
+func ToolchainsOf(langs []string) []Toolchain {
+	var out []Toolchain
+	seen := map[string]bool{}
+	for _, lang := range langs {
+		spec, ok := languages[lang]
+		if !ok {
+			continue
+		}
+		for _, prog := range spec.programs {
+			if !seen[prog] {
+				seen[prog] = true
+				out = append(out, toolchain(lang, prog))
+			}
+		}
+	}
+	return out
+}
+
+// toolchain finds prog and asks it its version.
+func toolchain(lang, prog string) Toolchain {
+	tc := Toolchain{Language: lang, Program: prog, Path: resolveTool(prog)}
+	tc.Found = tc.Path != ""
+	if tc.Found {
+		args := []string{"--version"}
+		switch prog {
+		case "go":
+			args = []string{"version"}
+		case "java", "javac":
+			args = []string{"-version"}
+		}
+		if v, err := quickOutput(tc.Path, args...); err == nil {
+			tc.Version = strings.TrimSpace(strings.SplitN(v, "\n", 2)[0])
+		}
+	}
+	return tc
 }
 
 // Protections reports which containment measures this host allows the
