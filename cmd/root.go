@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -116,6 +117,12 @@ func Main() int {
 
 // Run executes the command line args and maps the outcome to an exit code.
 func Run(ctx context.Context, args []string, s Streams) int {
+	// Progress, warnings and the interrupt notice come from several
+	// goroutines; the writer they share takes one write at a time (an
+	// *os.File does already, and must stay one: a terminal gets a bar).
+	if _, isFile := s.ErrOut.(*os.File); s.ErrOut != nil && !isFile {
+		s.ErrOut = &lockedWriter{w: s.ErrOut}
+	}
 	root := NewRootCmd(s)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
@@ -171,11 +178,27 @@ func signalContext(parent context.Context) (context.Context, <-chan struct{}, co
 	}
 }
 
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
 // stopOnInterrupt stops eng gently when s.Interrupt closes, until the
-// returned function is called, and says at once what it waits for.
+// returned function is called (which waits for its notice to be written),
+// and says at once what it waits for.
 func stopOnInterrupt(s Streams, eng *score.Engine) func() {
 	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
 	go func() {
+		defer wg.Done()
 		select {
 		case <-s.Interrupt:
 			eng.Stop()
@@ -187,5 +210,5 @@ func stopOnInterrupt(s Streams, eng *score.Engine) func() {
 		case <-done:
 		}
 	}()
-	return func() { close(done) }
+	return func() { close(done); wg.Wait() }
 }

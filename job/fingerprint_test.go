@@ -18,7 +18,7 @@ func TestFingerprintCoversEveryOption(t *testing.T) {
 			"Extract": true, "NoCompileSkip": false, "NoDedup": false, "Window": false, "Cache": false, "CacheTimeouts": false,
 			"Compare": true, "CheckerKey": true, "Audit": true, "AuditFail": true},
 		"rollout.Options": {"ResponseKey": true, "DataSourceKey": true, "RequireDataSource": false, "GroundTruthKey": true,
-			"ScoreKey": false, "LanguageKey": true, "BatchRows": false, "Warn": false},
+			"ScoreKey": false, "LanguageKey": true, "IDKey": false, "BatchRows": false, "Warn": false},
 	}
 	type inputs struct {
 		engine score.Options
