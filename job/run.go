@@ -407,6 +407,7 @@ func (p *pipeline) feed(ctx context.Context, rd rollout.Reader, in chan<- score.
 				p.slotOf[sol.ID] = slot{bs: bs, row: i, idx: j}
 			}
 			p.mu.Unlock()
+			p.rows.Fed.Add(1)
 			for _, sol := range sols {
 				select {
 				case in <- sol:

@@ -39,6 +39,9 @@ type Rows struct {
 	Total   atomic.Int64 // rows the input holds; -1 while unknown (stdin, not yet counted)
 	Done    atomic.Int64 // rows finished, those from the journal included
 	Resumed atomic.Int64 // rows taken from the journal
+	// Fed counts the rows of this run handed to the engine (not those from
+	// the journal): with the engine's cases known, the cases per row.
+	Fed atomic.Int64
 }
 
 // NewRows returns counters whose total is not known yet.
@@ -53,20 +56,35 @@ const noRows = -2
 
 // progressState is one reading of the counters.
 type progressState struct {
-	rowsTotal, rowsDone, rowsResumed int64
-	casesDone, infra, inFlight       int64
-	elapsed                          time.Duration
+	rowsTotal, rowsDone, rowsResumed, rowsFed int64
+	casesDone, casesTotal, infra, inFlight    int64
+	elapsed                                   time.Duration
 }
 
-// estimate is the share of the rows done and the time left. The total is
-// fixed before scoring (the parquet footer, a count of JSONL lines), so the
-// share only grows; the time left is the rate of this run's rows so far
-// applied to the rows left. ok is false while there is nothing to go on.
+// estimate is the share of the work done and the time left, one estimate
+// for the bar and the lines. The rows' total is fixed before scoring (the
+// parquet footer, a count of JSONL lines). Where the engine has parsed some
+// rows, the work is counted in cases, which finish in any order (rows are
+// written in input order, so one slow row would hold a count of rows
+// still): the cases per row so far stand in for the rows not parsed yet.
+// Otherwise the rows written count. The time left is this run's rate so
+// far (resumed rows excluded) applied to what is left. ok is false while
+// there is nothing to go on.
 func (s progressState) estimate() (frac float64, left time.Duration, ok bool) {
 	if s.rowsTotal <= 0 {
 		return 0, 0, false
 	}
 	frac = min(float64(s.rowsDone)/float64(s.rowsTotal), 1)
+	if s.rowsFed > 0 && s.casesTotal > 0 && s.elapsed > 0 {
+		perRow := float64(s.casesTotal) / float64(s.rowsFed)
+		fresh := float64(s.rowsTotal - s.rowsResumed) // rows this run scores
+		done := min(float64(s.casesDone)/perRow, fresh)
+		frac = max(frac, min((float64(s.rowsResumed)+done)/float64(s.rowsTotal), 1))
+		if done <= 0 {
+			return frac, 0, false
+		}
+		return frac, time.Duration(float64(s.elapsed) * (fresh - done) / done), true
+	}
 	run := s.rowsDone - s.rowsResumed
 	if run <= 0 || s.elapsed <= 0 {
 		return frac, 0, false
@@ -136,10 +154,10 @@ func Start(w io.Writer, mode Mode, eng *score.Engine, rows *Rows, interval time.
 	p := eng.Progress()
 	start := time.Now()
 	read := func() progressState {
-		s := progressState{rowsTotal: noRows, casesDone: p.CasesDone.Load(), infra: p.InfraErrs.Load(), inFlight: p.InFlight.Load(),
-			elapsed: time.Since(start)}
+		s := progressState{rowsTotal: noRows, casesDone: p.CasesDone.Load(), casesTotal: p.CasesTotal.Load(), infra: p.InfraErrs.Load(),
+			inFlight: p.InFlight.Load(), elapsed: time.Since(start)}
 		if rows != nil {
-			s.rowsTotal, s.rowsDone, s.rowsResumed = rows.Total.Load(), rows.Done.Load(), rows.Resumed.Load()
+			s.rowsTotal, s.rowsDone, s.rowsResumed, s.rowsFed = rows.Total.Load(), rows.Done.Load(), rows.Resumed.Load(), rows.Fed.Load()
 		}
 		return s
 	}
@@ -156,15 +174,18 @@ func Start(w io.Writer, mode Mode, eng *score.Engine, rows *Rows, interval time.
 			progressbar.OptionSetItsString("rows"),
 			progressbar.OptionThrottle(200*time.Millisecond),
 			progressbar.OptionClearOnFinish(),
+			progressbar.OptionSetPredictTime(false), // ours, in the description, is the one estimate
 		)
+		shown := int64(0) // the bar never goes back
 		go func() {
 			defer r.done.Done()
 			t := time.NewTicker(200 * time.Millisecond)
 			defer t.Stop()
 			for {
 				s := read()
-				desc := fmt.Sprintf("scoring: %s, %s", Count(int(s.casesDone), "case"), Count(int(s.infra), "infra error"))
-				if _, left, ok := s.estimate(); ok {
+				desc := fmt.Sprintf("scoring: %s written, %s, %s", Count(int(s.rowsDone), "row"), Count(int(s.casesDone), "case"), Count(int(s.infra), "infra error"))
+				frac, left, ok := s.estimate()
+				if ok {
 					desc += fmt.Sprintf(", about %s left", roundLeft(left))
 				}
 				bar.Describe(desc)
@@ -172,7 +193,12 @@ func Start(w io.Writer, mode Mode, eng *score.Engine, rows *Rows, interval time.
 					barMax = s.rowsTotal // counted after the display started
 					bar.ChangeMax64(barMax)
 				}
-				_ = bar.Set64(s.rowsDone)
+				pos := s.rowsDone // rows' worth of work done, cases counted
+				if s.rowsTotal > 0 {
+					pos = max(pos, int64(frac*float64(s.rowsTotal)))
+				}
+				shown = max(shown, pos)
+				_ = bar.Set64(shown)
 				select {
 				case <-r.stop:
 					_ = bar.Finish()

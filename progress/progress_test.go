@@ -105,3 +105,26 @@ func newTestEngine(t *testing.T) *score.Engine {
 	}
 	return e
 }
+
+// Counted in cases: rows are written in input order, so a slow first row
+// holds the rows written at 0 while the cases of the others finish; the
+// share and the time left follow the cases.
+func TestProgressEstimateFollowsCases(t *testing.T) {
+	// 100 rows, 40 parsed with 400 cases, 300 of them done, no row written.
+	s := progressState{rowsTotal: 100, rowsFed: 40, casesTotal: 400, casesDone: 300, elapsed: 30 * time.Second}
+	frac, left, ok := s.estimate()
+	if !ok || frac != 0.3 || left != 70*time.Second {
+		t.Errorf("300 of about 1000 cases in 30 s, no row written: %v, %v, %v; want 0.3, 1m10s", frac, left, ok)
+	}
+	// Never below the rows written.
+	s.rowsDone = 50
+	if frac, _, _ := s.estimate(); frac != 0.5 {
+		t.Errorf("50 of 100 rows written: share %v", frac)
+	}
+	// After a resume: 60 rows from the journal, 10 cases a row, 200 of the
+	// 400 left done in 20 s: 20 s more.
+	s = progressState{rowsTotal: 100, rowsDone: 60, rowsResumed: 60, rowsFed: 40, casesTotal: 400, casesDone: 200, elapsed: 20 * time.Second}
+	if frac, left, _ := s.estimate(); frac != 0.8 || left != 20*time.Second {
+		t.Errorf("after a resume: %v, %v; want 0.8, 20s", frac, left)
+	}
+}
