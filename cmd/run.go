@@ -90,7 +90,7 @@ prints the command that resumes it.` + exitHelp,
 	}
 	f := c.Flags()
 	f.StringVarP(&opts.output, "output", "o", "", "output file: .parquet, or .jsonl (.json is taken as JSON lines too); a directory (DIR/) gets INPUT's name with .scored before the extension, as the default does next to INPUT; - writes JSONL to stdout")
-	f.StringVar(&opts.casesOut, "cases-out", "", "also write one JSON line per case with its metadata")
+	f.StringVar(&opts.casesOut, "cases-out", "", "also write each case with its metadata: one JSON line per case, or with a .parquet name a parquet row per case")
 	f.StringVar(&opts.summary, "summary", "", "also write the summary as JSON to this file")
 	f.BoolVar(&opts.json, "json", false, "print the summary as JSON instead of a table, on stdout (on stderr with -o -, whose rows take stdout)")
 	f.BoolVar(&opts.resume, "resume", false, "continue an interrupted run from its journal")

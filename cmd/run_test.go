@@ -23,6 +23,7 @@ import (
 
 	"github.com/verl-score/verl-score/config"
 	"github.com/verl-score/verl-score/job"
+	"github.com/verl-score/verl-score/rollout"
 	"github.com/verl-score/verl-score/sandbox"
 	"github.com/verl-score/verl-score/version"
 )
@@ -988,5 +989,34 @@ func TestRunRecordsProvenance(t *testing.T) {
 	}
 	if code, _, stderr := run(context.Background(), "report", out, "--cases", cases, "-o", filepath.Join(dir, "r.html")); code != ExitOK {
 		t.Errorf("report on a cases file with provenance: exit %d: %s", code, stderr)
+	}
+
+	// --cases-out x.parquet writes parquet: every case, the provenance in
+	// its metadata, and report reads it.
+	pcases := filepath.Join(dir, "cases.parquet")
+	code, stdout, stderr := run(context.Background(), "run", in, "-o", filepath.Join(dir, "out2.jsonl"), "--cases-out", pcases, "-q", "--json")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var sum2 struct {
+		Overall struct{ Cases int } `json:"overall"`
+	}
+	json.Unmarshal([]byte(stdout), &sum2)
+	n := 0
+	kvs, err := rollout.ReadCasesParquet(pcases, func(line []byte) error {
+		var c struct {
+			Verdict *int `json:"verdict"`
+		}
+		if json.Unmarshal(line, &c) != nil || c.Verdict == nil {
+			t.Errorf("case read back without a verdict: %s", line)
+		}
+		n++
+		return nil
+	})
+	if err != nil || n == 0 || n != sum2.Overall.Cases || !strings.Contains(kvs[job.ProvenanceKey], `"tool":"verl-score"`) {
+		t.Errorf("parquet cases file: %v, %d cases read back of %d, metadata %v", err, n, sum2.Overall.Cases, kvs)
+	}
+	if code, _, stderr := run(context.Background(), "report", filepath.Join(dir, "out2.jsonl"), "--cases", pcases, "-o", filepath.Join(dir, "r2.html")); code != ExitOK {
+		t.Errorf("report on a parquet cases file: exit %d: %s", code, stderr)
 	}
 }

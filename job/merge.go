@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/verl-score/verl-score/atomicfile"
@@ -304,6 +305,9 @@ func openShard(output string) (*shardInput, error) {
 
 // concatFiles writes the files one after the other into out, atomically.
 func concatFiles(out string, files []string) error {
+	if strings.EqualFold(filepath.Ext(out), ".parquet") {
+		return concatParquetCases(out, files)
+	}
 	af, err := atomicfile.Create(out, 0o644)
 	if err != nil {
 		return err
@@ -332,4 +336,24 @@ func concatFiles(out string, files []string) error {
 		}
 	}
 	return af.Commit()
+}
+
+// concatParquetCases writes the cases of parquet cases files, in order,
+// into one, with the first one's provenance.
+func concatParquetCases(out string, files []string) error {
+	w, err := rollout.CreateCasesParquet(out)
+	if err != nil {
+		return fmt.Errorf("merge: %w", err)
+	}
+	for i, p := range files {
+		kv, err := rollout.ReadCasesParquet(p, w.WriteLine)
+		if err != nil {
+			w.Abort()
+			return fmt.Errorf("merge: %w", err)
+		}
+		if v, ok := kv[ProvenanceKey]; ok && i == 0 {
+			w.SetKeyValue(ProvenanceKey, v)
+		}
+	}
+	return w.Commit()
 }

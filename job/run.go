@@ -663,13 +663,26 @@ func cut(s *string, max int) *string {
 	return &c
 }
 
-// casesWriter writes one JSON line per case.
+// casesWriter writes one JSON line per case, or one parquet row per case
+// when the path ends in .parquet (rollout.CasesSchema).
 type casesWriter struct {
 	path string
 	af   *atomicfile.File
+	pq   *rollout.CasesParquet
 }
 
 func newCasesWriter(path string, prov *Provenance) (*casesWriter, error) {
+	if strings.EqualFold(filepath.Ext(path), ".parquet") {
+		pq, err := rollout.CreateCasesParquet(path)
+		if err != nil {
+			return nil, fmt.Errorf("cases output: %w", err)
+		}
+		if prov != nil {
+			b, _ := json.Marshal(prov)
+			pq.SetKeyValue(ProvenanceKey, string(b))
+		}
+		return &casesWriter{path: path, pq: pq}, nil
+	}
 	af, err := atomicfile.Create(path, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("cases output: %w", err)
@@ -699,6 +712,12 @@ func (c *casesWriter) writeRow(rec *rowRecord) error {
 			if err != nil {
 				return err
 			}
+			if c.pq != nil {
+				if err := c.pq.WriteLine(b); err != nil {
+					return fmt.Errorf("cases output %s: %w", c.path, err)
+				}
+				continue
+			}
 			c.af.Write(b)
 			if err := c.af.WriteByte('\n'); err != nil {
 				return fmt.Errorf("cases output %s: %w", c.path, err)
@@ -708,9 +727,20 @@ func (c *casesWriter) writeRow(rec *rowRecord) error {
 	return nil
 }
 
-func (c *casesWriter) commit() error { return c.af.Commit() }
+func (c *casesWriter) commit() error {
+	if c.pq != nil {
+		return c.pq.Commit()
+	}
+	return c.af.Commit()
+}
 
-func (c *casesWriter) abort() { c.af.Abort() }
+func (c *casesWriter) abort() {
+	if c.pq != nil {
+		c.pq.Abort()
+		return
+	}
+	c.af.Abort()
+}
 
 func writeJSONAtomic(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")

@@ -11,6 +11,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -311,11 +312,6 @@ type caseLine struct {
 // readCases adds the slowest cases, the failure messages and the audit's
 // flags of the cases file to the groups.
 func readCases(path string, groups map[string]*Group, overall *Group) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("cases file: %w", err)
-	}
-	defer f.Close()
 	type acc struct {
 		slow     []Slow
 		failures map[string]int
@@ -331,17 +327,15 @@ func readCases(path string, groups map[string]*Group, overall *Group) error {
 		}
 		return a
 	}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 64<<20)
 	no := 0
-	for sc.Scan() {
+	handle := func(line []byte) error {
 		no++
 		var c caseLine
-		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+		if err := json.Unmarshal(line, &c); err != nil {
 			return fmt.Errorf("%s:%d: %w", path, no, err)
 		}
 		if c.Provenance != nil {
-			continue
+			return nil
 		}
 		name := c.DataSource
 		if name == "" {
@@ -370,9 +364,28 @@ func readCases(path string, groups map[string]*Group, overall *Group) error {
 				}
 			}
 		}
+		return nil
 	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+	if strings.EqualFold(filepath.Ext(path), ".parquet") {
+		if _, err := rollout.ReadCasesParquet(path, handle); err != nil {
+			return err
+		}
+	} else {
+		f, err := os.Open(path)
+		if err != nil {
+			return fmt.Errorf("cases file: %w", err)
+		}
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		sc.Buffer(nil, 64<<20)
+		for sc.Scan() {
+			if err := handle(sc.Bytes()); err != nil {
+				return err
+			}
+		}
+		if err := sc.Err(); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
 	}
 	audited := false
 	for _, a := range accs {
