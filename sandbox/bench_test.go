@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"github.com/verl-score/verl-score/sandbox/lang"
 	"os"
 	"os/exec"
 	"strconv"
@@ -117,11 +118,11 @@ func BenchmarkContainmentCost(b *testing.B) {
 		"cpp": {Language: "cpp", Code: "#include <iostream>\nint main(){long a,b;std::cin>>a>>b;std::cout<<a+b<<std::endl;}\n",
 			Stdin: &in, CompileTimeout: 60, RunTimeout: 10, MemoryLimitMB: 1024},
 	}
-	for lang, req := range reqs {
-		if full.tools[languages[lang].programs[0]] == "" {
+	for name, req := range reqs {
+		if full.tools[lang.Get(name).Programs()[0]] == "" {
 			continue
 		}
-		b.Run(lang, func(b *testing.B) {
+		b.Run(name, func(b *testing.B) {
 			var fullT, basicT time.Duration
 			one := func(l *Local) time.Duration {
 				start := time.Now()

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"github.com/verl-score/verl-score/sandbox/lang"
 	"io"
 	"io/fs"
 	"os"
@@ -31,16 +32,23 @@ type Protection struct {
 	Detail    string
 }
 
-// toolOrder lists the programs with the language they serve.
-var toolOrder = []struct{ lang, prog string }{
-	{"python", "python3"}, {"cpp", "g++"}, {"go, go_test", "go"}, {"java", "javac"},
-	{"java", "java"}, {"nodejs", "node"}, {"bash", "bash"}, {"rust", "rustc"},
-	{"perl", "perl"}, {"php", "php"}, {"ruby", "ruby"}, {"lua", "lua"},
-	{"typescript", "tsx"}, {"pytest", "pytest"}, {"R", "Rscript"}, {"racket", "racket"},
-	{"D_ut", "ldmd2"}, {"verilog", "iverilog"}, {"verilog", "vvp"}, {"scala", "scalac"},
-	{"scala", "scala"}, {"kotlin_script", "kotlinc"}, {"junit", junitConsole},
-	{"jest", "npm"}, {"jest, nodejs, typescript", nodeRuntime},
-}
+// toolOrder lists every program of the language registry once, with the
+// languages it serves.
+var toolOrder = func() []struct{ lang, prog string } {
+	var out []struct{ lang, prog string }
+	at := map[string]int{}
+	for _, l := range lang.All() {
+		for _, prog := range l.Programs() {
+			if i, ok := at[prog]; ok {
+				out[i].lang += ", " + l.Name
+				continue
+			}
+			at[prog] = len(out)
+			out = append(out, struct{ lang, prog string }{l.Name, prog})
+		}
+	}
+	return out
+}()
 
 // findTools resolves every program to an absolute path of the real binary
 // (not a version manager's shim, which would cost a process per run and
@@ -74,9 +82,9 @@ func resolveTool(prog string) string {
 			return p
 		}
 		return ""
-	case nodeRuntime:
+	case lang.NodeRuntime:
 		return findNodeRuntime()
-	case junitConsole:
+	case lang.JUnitConsole:
 		// A jar, not a program: java runs it.
 		if fi, err := os.Stat(junitConsoleJar); err == nil && fi.Mode().IsRegular() {
 			return junitConsoleJar
@@ -186,15 +194,15 @@ func Toolchains() []Toolchain {
 func ToolchainsOf(langs []string) []Toolchain {
 	var out []Toolchain
 	seen := map[string]bool{}
-	for _, lang := range langs {
-		spec, ok := languages[lang]
-		if !ok {
+	for _, name := range langs {
+		spec := lang.Get(name)
+		if spec == nil {
 			continue
 		}
-		for _, prog := range spec.programs {
+		for _, prog := range spec.Programs() {
 			if !seen[prog] {
 				seen[prog] = true
-				out = append(out, toolchain(lang, prog))
+				out = append(out, toolchain(name, prog))
 			}
 		}
 	}
@@ -351,33 +359,19 @@ func respSummary(resp *sandboxclient.Response, err error) string {
 	return fmt.Sprintf("%s: %q", resp.Status, resp.RunResult.Stderr)
 }
 
-// languagePackages names, for each of verl's sandbox languages, what
-// would provide its toolchain on a Debian machine.
-var languagePackages = map[string]string{
-	"python": "python3", "cpp": "g++", "nodejs": "nodejs", "go": "golang-go", "go_test": "golang-go",
-	"java": "default-jdk-headless", "bash": "bash", "rust": "rustc", "sql": "nothing: SandboxFusion has no runner for it and answers SandboxError, as this sandbox does",
-	"perl": "perl (and libtest-deep-perl, libdata-compare-perl for MultiPL-E's tests)",
-	"php":  "php-cli", "ruby": "ruby", "lua": "lua5.4", "R": "r-base-core", "typescript": "tsx (npm install -g tsx)",
-	"csharp": "dotnet (not in Debian 12, npm or the Go proxy; Debian's mono-mcs stops at C# 7, without string? or top-level statements, and mono prints 0.1+0.2 as 0.3 where dotnet prints 0.30000000000000004: a runner on it would change verl's verdicts)", "scala": "scala", "kotlin_script": "kotlin", "racket": "racket",
-	"D_ut": "ldc (its ldmd2 stands in for dmd, which Debian lacks)", "verilog": "iverilog", "pytest": "python3-pytest",
-	"junit": "junit5 (and default-jdk-headless)", "jest": "npm and the sandbox's Node.js runtime (sandbox/noderuntime/install.sh)", "julia": "julia (not in Debian 12)", "cuda": "nvcc and a GPU",
-	"python_gpu": "a GPU Python runtime", "lean": "lean (not in Debian 12)", "swift": "swift (not in Debian 12)",
-}
-
 // Languages reports, for every language verl may send, whether this
 // machine's embedded sandbox runs it and, where not, what it would need.
 func Languages() []Protection {
 	tools, _ := findTools(false)
 	var out []Protection
-	for _, lang := range sandboxclient.SupportedLanguages {
-		p := Protection{Name: lang}
-		spec, ok := languages[lang]
+	for _, spec := range lang.All() {
+		p := Protection{Name: spec.Name}
 		switch {
-		case !ok:
-			p.Detail = "no runner here; SandboxError. Would need " + languagePackages[lang]
+		case !spec.Runnable():
+			p.Detail = "no runner here; SandboxError. Would need " + spec.Packages()
 		default:
 			var missing, found []string
-			for _, prog := range spec.programs {
+			for _, prog := range spec.Programs() {
 				if tools[prog] == "" {
 					missing = append(missing, prog)
 				} else {
@@ -388,7 +382,7 @@ func Languages() []Protection {
 			if p.Available {
 				p.Detail = strings.Join(found, ", ")
 			} else {
-				p.Detail = strings.Join(missing, ", ") + " missing: install " + languagePackages[lang]
+				p.Detail = strings.Join(missing, ", ") + " missing: install " + spec.Packages()
 			}
 		}
 		out = append(out, p)
@@ -400,19 +394,18 @@ func Languages() []Protection {
 // runner whose programs were all found.
 func (l *Local) RunnableLanguages() []string {
 	var out []string
-	for _, lang := range sandboxclient.SupportedLanguages {
-		spec, ok := languages[lang]
-		if !ok {
+	for _, spec := range lang.All() {
+		if !spec.Runnable() {
 			continue
 		}
 		all := true
-		for _, prog := range spec.programs {
+		for _, prog := range spec.Programs() {
 			if l.tools[prog] == "" {
 				all = false
 			}
 		}
 		if all {
-			out = append(out, lang)
+			out = append(out, spec.Name)
 		}
 	}
 	return out

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/verl-score/verl-score/sandbox/lang"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -208,12 +209,12 @@ func (l *Local) wrap(argv []string, lim limits, join []int) []string {
 
 // env is the whole environment of a step: nothing of ours leaks in.
 // A toolchain's settings replace the defaults of the same name.
-func (l *Local) env(home string, extra func(*Local) []string) []string {
+func (l *Local) env(home string, extra func(lang.Host) []string) []string {
 	e := []string{"PATH=" + l.pathEnv, "HOME=" + home, "TMPDIR=" + home, "LANG=C.UTF-8", "LC_ALL=C.UTF-8"}
 	if extra == nil {
 		return e
 	}
-	more := extra(l)
+	more := extra(l.host())
 	for _, kv := range more {
 		name, _, _ := strings.Cut(kv, "=")
 		e = slices.DeleteFunc(e, func(d string) bool { return strings.HasPrefix(d, name+"=") })

@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"github.com/verl-score/verl-score/sandbox/lang"
 	"os"
 	"os/exec"
 	"runtime"
@@ -207,11 +208,11 @@ func (l *Local) startForkServer(lim limits, prelude bool) (*forkServer, error) {
 		}
 		f.userSite = site
 	}
-	spec := languages["python"]
+	spec := lang.Get("python")
 	s := stepSpec{
 		dir:  viewRunDir,
-		env:  l.env(viewRunDir, spec.env),
-		argv: spec.run(l, stepArgs{dir: viewRunDir}),
+		env:  l.env(viewRunDir, spec.Env),
+		argv: spec.Run(l.host(), lang.Args{Dir: viewRunDir}),
 	}
 	// The server unmounts its own space (the mounts of this script) before
 	// it serves: runs mount theirs in its view.
@@ -357,6 +358,6 @@ func (f *forkServers) close() {
 // Local's PythonPrelude.
 func (l *Local) hasPrelude(s *stepSpec) bool {
 	p := l.opts.PythonPrelude
-	src := s.view.files[languages["python"].source]
+	src := s.view.files[lang.Get("python").Source]
 	return p != "" && len(src) >= len(p) && string(src[:len(p)]) == p
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/verl-score/verl-score/sandbox/lang"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,10 +29,6 @@ const javacArchiveViewDir = "/jsa"
 
 // javacArchiveName is the archive's file name in its directory.
 const javacArchiveName = "javac.jsa"
-
-// javacJVMFlags are the JVM options of the Java compile; the archive is
-// dumped under them.
-var javacJVMFlags = []string{"-J-Xmx512m", "-J-XX:+UseSerialGC", "-J-XX:-UsePerfData"}
 
 // javacArchiveSample is what the archive is dumped from: a solution that
 // uses what solutions usually do, so that javac loads the classes it
@@ -118,7 +115,7 @@ func buildJavacArchive(javac, cache string) (string, error) {
 		return "", err
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%d\x00%s\x00%s", javac, real, fi.ModTime(), fi.Size(), version, strings.Join(javacJVMFlags, " "))
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%d\x00%s\x00%s", javac, real, fi.ModTime(), fi.Size(), version, strings.Join(lang.JavacJVMFlags, " "))
 	h.Write([]byte(javacArchiveSample))
 	return buildInCache(cache, hex.EncodeToString(h.Sum(nil))[:20], javacArchiveName, func(tmp string) error {
 		src := filepath.Join(tmp, "src")
@@ -131,7 +128,7 @@ func buildJavacArchive(javac, cache string) (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		archive := filepath.Join(tmp, javacArchiveName)
-		args := append(append([]string{"-J-XX:ArchiveClassesAtExit=" + archive}, javacJVMFlags...), "-encoding", "UTF-8", "-d", src, filepath.Join(src, "Main.java"))
+		args := append(append([]string{"-J-XX:ArchiveClassesAtExit=" + archive}, lang.JavacJVMFlags...), "-encoding", "UTF-8", "-d", src, filepath.Join(src, "Main.java"))
 		out, err := exec.CommandContext(ctx, javac, args...).CombinedOutput()
 		if err != nil {
 			return fmt.Errorf("dump javac's archive: %v: %s", err, strings.TrimSpace(string(out)))

@@ -16,6 +16,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/verl-score/verl-score/sandbox/lang"
 	"io"
 	"maps"
 	"os"
@@ -400,22 +401,26 @@ func (l *Local) run(ctx context.Context, req *sandboxclient.Request) (*sandboxcl
 		return nil, fmt.Errorf("language %q: %w", req.Language, ErrUnsupportedLanguage)
 	}
 	l.runs.Add(1)
-	spec, ok := languages[req.Language]
-	if !ok {
-		if unrunnable[req.Language] == "" {
+	spec := lang.Get(req.Language)
+	if spec == nil || spec.Runner == nil {
+		needs := ""
+		if spec != nil {
+			needs = spec.Needs
+		}
+		if needs == "" {
 			// SandboxFusion lists it but has no runner either: the same answer.
 			return sandboxError(fmt.Sprintf("exception on running code: SandboxFusion has no runner for %q, nor has this sandbox", req.Language)), nil
 		}
 		return sandboxError(fmt.Sprintf("exception on running code: the local sandbox has no runner for %q (it would need %s)",
-			req.Language, unrunnable[req.Language])), nil
+			req.Language, needs)), nil
 	}
-	for _, prog := range spec.programs {
+	for _, prog := range spec.Programs() {
 		if l.tools[prog] == "" {
 			return sandboxError(fmt.Sprintf("exception on running code: %s not found on this machine (needed for %s)", prog, req.Language)), nil
 		}
 	}
-	if spec.refuse != nil {
-		if msg := spec.refuse(req.Code); msg != "" {
+	if spec.Refuse != nil {
+		if msg := spec.Refuse(req.Code); msg != "" {
 			// SandboxFusion's runner answers before running anything: a
 			// compile step in Error, which makes the response SandboxError.
 			rc := 1
@@ -434,16 +439,16 @@ func (l *Local) run(ctx context.Context, req *sandboxclient.Request) (*sandboxcl
 
 	resp := &sandboxclient.Response{Files: map[string]string{}}
 	var binDir string
-	if spec.compile != nil {
+	if spec.Compile != nil {
 		b, err := l.compile(ctx, spec, req, files)
 		if err != nil {
 			return nil, err
 		}
-		if spec.hiddenCompile {
+		if spec.HiddenCompile {
 			// go_test is one `go test` step upstream: a failed build is a
 			// failed run, not a compile error.
 			if !b.ok {
-				resp.RunResult = spec.failedBuild(b.result)
+				resp.RunResult = spec.FailedBuild(b.result)
 				resp.Status = overallStatus(nil, resp.RunResult)
 				return resp, nil
 			}
@@ -461,8 +466,8 @@ func (l *Local) run(ctx context.Context, req *sandboxclient.Request) (*sandboxcl
 	if err != nil {
 		return nil, err
 	}
-	if spec.runOutput != nil {
-		rr = spec.runOutput(rr)
+	if spec.RunOutput != nil {
+		rr = spec.RunOutput(rr)
 	}
 	resp.RunResult = rr
 	for k, v := range fetched {
@@ -502,7 +507,7 @@ func sandboxError(msg string) *sandboxclient.Response {
 
 // compile builds req.Code once per (language, code, files); concurrent
 // and later requests for the same source share the result.
-func (l *Local) compile(ctx context.Context, spec *langSpec, req *sandboxclient.Request, files map[string][]byte) (*build, error) {
+func (l *Local) compile(ctx context.Context, spec *lang.Language, req *sandboxclient.Request, files map[string][]byte) (*build, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%d\x00%s\x00", req.Language, len(req.Code), req.Code)
 	names := make([]string, 0, len(files))
@@ -548,7 +553,7 @@ func (l *Local) compile(ctx context.Context, spec *langSpec, req *sandboxclient.
 	return v.(*build), nil
 }
 
-func (l *Local) doCompile(ctx context.Context, spec *langSpec, req *sandboxclient.Request, files map[string][]byte, key string) (*build, error) {
+func (l *Local) doCompile(ctx context.Context, spec *lang.Language, req *sandboxclient.Request, files map[string][]byte, key string) (*build, error) {
 	dir := filepath.Join(l.root, "builds", key[:32])
 	os.RemoveAll(dir)
 	if err := os.Mkdir(dir, 0o755); err != nil {
@@ -557,11 +562,11 @@ func (l *Local) doCompile(ctx context.Context, spec *langSpec, req *sandboxclien
 	if err := writeFiles(dir, files); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, spec.fileName(req.Code)), spec.sourceText(req.Code), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, spec.FileName(req.Code)), spec.SourceText(req.Code), 0o644); err != nil {
 		return nil, fmt.Errorf("write source: %w", err)
 	}
 	var goBinds []viewBind
-	if spec.env != nil && l.tools["go"] != "" && spec.programs[0] == "go" {
+	if spec.Env != nil && l.tools["go"] != "" && spec.Programs()[0] == "go" {
 		l.warmGo(ctx) // before the compile's time starts
 		var err error
 		if goBinds, err = l.goBuildDir(dir); err != nil {
@@ -574,7 +579,7 @@ func (l *Local) doCompile(ctx context.Context, spec *langSpec, req *sandboxclien
 	st := stepSpec{
 		timeout: timeout,
 		lim:     compileLimits(req.MemoryLimitMB, timeout),
-		asRoot:  spec.compileAsRoot || l.rootOnly[spec.programs[0]],
+		asRoot:  spec.CompileAsRoot || l.rootOnly[spec.Programs()[0]],
 		owned:   dir,
 		ownTree: true,
 	}
@@ -587,8 +592,8 @@ func (l *Local) doCompile(ctx context.Context, spec *langSpec, req *sandboxclien
 	} else {
 		st.dir = dir
 	}
-	st.argv = spec.compile(l, stepArgs{dir: st.dir, memMB: req.MemoryLimitMB, code: req.Code, files: slices.Sorted(maps.Keys(files))})
-	if spec == languages["cpp"] {
+	st.argv = spec.Compile(l.host(), lang.Args{Dir: st.dir, MemMB: req.MemoryLimitMB, Code: req.Code, Files: slices.Sorted(maps.Keys(files))})
+	if spec.Name == "cpp" {
 		if inc := l.waitPCH(ctx); inc != "" {
 			if l.iso.contained {
 				st.view.binds = append(st.view.binds, viewBind{source: inc, target: pchViewDir})
@@ -597,7 +602,7 @@ func (l *Local) doCompile(ctx context.Context, spec *langSpec, req *sandboxclien
 			st.argv = append([]string{st.argv[0], "-I" + inc}, st.argv[1:]...)
 		}
 	}
-	if spec == languages["java"] {
+	if spec.Name == "java" {
 		if dir := l.waitJavacArchive(ctx); dir != "" {
 			if l.iso.contained {
 				st.view.binds = append(st.view.binds, viewBind{source: dir, target: javacArchiveViewDir})
@@ -606,13 +611,13 @@ func (l *Local) doCompile(ctx context.Context, spec *langSpec, req *sandboxclien
 			st.argv = append([]string{st.argv[0], "-J-XX:SharedArchiveFile=" + filepath.Join(dir, javacArchiveName)}, st.argv[1:]...)
 		}
 	}
-	st.env = l.env(st.dir, spec.env)
-	if spec.programs[0] == "rustc" && l.rustSysroot != nil {
+	st.env = l.env(st.dir, spec.Env)
+	if spec.Programs()[0] == "rustc" && l.rustSysroot != nil {
 		st.argv, st.env = sysrootArgs(st.argv, st.env)
 		st.extraFiles = []*os.File{l.rustSysroot}
 	}
-	if st.asRoot && l.rootOnly[spec.programs[0]] {
-		l.warn("root-"+spec.programs[0], fmt.Sprintf("%s is not reachable by an unprivileged user; its compiles run as root", l.tools[spec.programs[0]]))
+	if st.asRoot && l.rootOnly[spec.Programs()[0]] {
+		l.warn("root-"+spec.Programs()[0], fmt.Sprintf("%s is not reachable by an unprivileged user; its compiles run as root", l.tools[spec.Programs()[0]]))
 	}
 	l.compiles.Add(1)
 	res, _, err := l.runStep(ctx, st)
@@ -700,7 +705,7 @@ func (l *Local) warmGoCache(ctx context.Context) error {
 		st.view.binds = append([]viewBind{{source: dir, target: viewBuildDir, flags: nsinit.BindWritable}}, goBinds...)
 	}
 	st.argv = append([]string{l.tools["go"], "test", "-c", "-o", "warm.bin"}, files...)
-	st.env = l.env(st.dir, goEnv)
+	st.env = l.env(st.dir, lang.GoEnv)
 	res, _, err := l.runStep(ctx, st)
 	switch {
 	case err != nil:
@@ -755,7 +760,7 @@ func goTestBuildFailure(c *sandboxclient.StepResult) *sandboxclient.StepResult {
 }
 
 // execute runs the program of one request in a fresh directory.
-func (l *Local) execute(ctx context.Context, spec *langSpec, req *sandboxclient.Request, files, abs map[string][]byte, binDir string) (*sandboxclient.StepResult, map[string]string, error) {
+func (l *Local) execute(ctx context.Context, spec *lang.Language, req *sandboxclient.Request, files, abs map[string][]byte, binDir string) (*sandboxclient.StepResult, map[string]string, error) {
 	var stdin []byte
 	if req.Stdin != nil {
 		stdin = []byte(*req.Stdin)
@@ -765,7 +770,7 @@ func (l *Local) execute(ctx context.Context, spec *langSpec, req *sandboxclient.
 		stdin:   stdin,
 		timeout: timeout,
 		lim:     l.runLimits(spec, req.MemoryLimitMB, timeout),
-		asRoot:  l.rootOnly[spec.runProgram],
+		asRoot:  l.rootOnly[spec.RunProgram],
 	}
 	if l.iso.contained {
 		// The run directory exists only inside the step's view, on its
@@ -773,13 +778,13 @@ func (l *Local) execute(ctx context.Context, spec *langSpec, req *sandboxclient.
 		// init and fetched back by it.
 		st.dir = viewRunDir
 		st.view.files = files
-		if spec.compile == nil {
+		if spec.Compile == nil {
 			st.view.files = maps.Clone(files)
-			st.view.files[spec.fileName(req.Code)] = spec.sourceText(req.Code)
+			st.view.files[spec.FileName(req.Code)] = spec.SourceText(req.Code)
 		}
 		st.view.abs = abs
-		if spec.links != nil {
-			st.view.links = spec.links(l)
+		if spec.Links != nil {
+			st.view.links = spec.Links(l.host())
 		}
 		st.view.fetch = validFetchNames(req.FetchFiles)
 		viewBin := ""
@@ -787,8 +792,8 @@ func (l *Local) execute(ctx context.Context, spec *langSpec, req *sandboxclient.
 			viewBin = viewBuildDir
 			st.view.binds = []viewBind{{source: binDir, target: viewBuildDir}}
 		}
-		st.argv = spec.run(l, stepArgs{dir: st.dir, binDir: viewBin, memMB: req.MemoryLimitMB, code: req.Code, files: slices.Sorted(maps.Keys(files))})
-		st.forkable = spec == languages["python"] && !st.asRoot && len(st.view.fetch) == 0 && len(abs) == 0
+		st.argv = spec.Run(l.host(), lang.Args{Dir: st.dir, BinDir: viewBin, MemMB: req.MemoryLimitMB, Code: req.Code, Files: slices.Sorted(maps.Keys(files))})
+		st.forkable = spec.Name == "python" && !st.asRoot && len(st.view.fetch) == 0 && len(abs) == 0
 	} else {
 		dir := filepath.Join(l.root, "runs", fmt.Sprintf("r%d", l.runSeq.Add(1)))
 		if err := os.Mkdir(dir, 0o700); err != nil {
@@ -798,25 +803,25 @@ func (l *Local) execute(ctx context.Context, spec *langSpec, req *sandboxclient.
 		if err := writeFiles(dir, files); err != nil {
 			return nil, nil, err
 		}
-		if spec.compile == nil {
-			if err := os.WriteFile(filepath.Join(dir, spec.fileName(req.Code)), spec.sourceText(req.Code), 0o644); err != nil {
+		if spec.Compile == nil {
+			if err := os.WriteFile(filepath.Join(dir, spec.FileName(req.Code)), spec.SourceText(req.Code), 0o644); err != nil {
 				return nil, nil, fmt.Errorf("write source: %w", err)
 			}
 		}
-		if spec.links != nil {
-			for name, target := range spec.links(l) {
+		if spec.Links != nil {
+			for name, target := range spec.Links(l.host()) {
 				if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
 					return nil, nil, fmt.Errorf("link %s: %w", name, err)
 				}
 			}
 		}
 		st.dir, st.owned, st.ownTree, st.fetch = dir, dir, len(files) > 0, req.FetchFiles
-		st.argv = spec.run(l, stepArgs{dir: dir, binDir: binDir, memMB: req.MemoryLimitMB, code: req.Code, files: slices.Sorted(maps.Keys(files))})
+		st.argv = spec.Run(l.host(), lang.Args{Dir: dir, BinDir: binDir, MemMB: req.MemoryLimitMB, Code: req.Code, Files: slices.Sorted(maps.Keys(files))})
 	}
-	st.env = l.env(st.dir, spec.env)
-	st.mergeStderr = spec.mergeStderr
+	st.env = l.env(st.dir, spec.Env)
+	st.mergeStderr = spec.MergeStderr
 	if st.asRoot {
-		l.warn("root-"+spec.runProgram, fmt.Sprintf("%s is not reachable by an unprivileged user; its runs run as root", l.tools[spec.runProgram]))
+		l.warn("root-"+spec.RunProgram, fmt.Sprintf("%s is not reachable by an unprivileged user; its runs run as root", l.tools[spec.RunProgram]))
 	}
 	return l.runStep(ctx, st)
 }
@@ -976,4 +981,22 @@ func cleanStaleRoots(dir string) []string {
 		}
 	}
 	return removed
+}
+
+// langHost is the Local as the language registry sees it: its tools and
+// the directories it prepared.
+type langHost Local
+
+func (l *Local) host() lang.Host { return (*langHost)(l) }
+
+func (h *langHost) Tool(prog string) string { return h.tools[prog] }
+
+func (h *langHost) Dir(name string) string {
+	switch name {
+	case lang.DirGoCache:
+		return h.goCache
+	case lang.DirGoModCache:
+		return (*Local)(h).goModCache()
+	}
+	return ""
 }

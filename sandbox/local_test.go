@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/verl-score/verl-score/sandbox/lang"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,13 +68,13 @@ func TestMain(m *testing.M) {
 }
 
 // needTools skips the test when a language's toolchain is missing here.
-func needTools(t *testing.T, l *Local, lang string) {
+func needTools(t *testing.T, l *Local, name string) {
 	t.Helper()
-	spec, ok := languages[lang]
-	if !ok {
+	spec := lang.Get(name)
+	if spec == nil {
 		return
 	}
-	for _, p := range spec.programs {
+	for _, p := range spec.Programs() {
 		if l.tools[p] == "" {
 			t.Skipf("%s not installed", p)
 		}
@@ -82,7 +83,7 @@ func needTools(t *testing.T, l *Local, lang string) {
 
 func TestLanguageCases(t *testing.T) {
 	l := sharedSandbox(t)
-	for _, c := range LanguageCases() {
+	for _, c := range lang.CasesOf(false) {
 		t.Run(c.Name, func(t *testing.T) {
 			t.Parallel()
 			needTools(t, l, c.Language)
@@ -355,7 +356,7 @@ func TestDoctor(t *testing.T) {
 func TestJavaTuples(t *testing.T) {
 	l := sharedSandbox(t)
 	needTools(t, l, "java")
-	if javaClassPath(".", nil) == "." {
+	if _, err := os.Stat("/usr/share/java/javatuples.jar"); err != nil {
 		t.Skip("javatuples is not installed (Debian: libjavatuples-java)")
 	}
 	code := "import org.javatuples.*;\npublic class Main {\n  public static void main(String[] a) {\n    Pair<Integer, String> p = Pair.with(1, \"x\");\n    System.out.println(p.getValue0() + p.getValue1());\n  }\n}\n"
@@ -449,8 +450,10 @@ func TestReadmeListsEveryRunner(t *testing.T) {
 	listed := strings.Split(m[2], ", ")
 	slices.Sort(listed)
 	var runners []string
-	for lang := range languages {
-		runners = append(runners, lang)
+	for _, l := range lang.All() {
+		if l.Runnable() {
+			runners = append(runners, l.Name)
+		}
 	}
 	slices.Sort(runners)
 	if !slices.Equal(listed, runners) || m[1] != strconv.Itoa(len(runners)) {

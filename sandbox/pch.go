@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/verl-score/verl-score/sandbox/lang"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,9 +24,6 @@ import (
 
 // pchViewDir is where compiles see the header's directory in their view.
 const pchViewDir = "/pch"
-
-// cppFlags are the options of the C++ compile that the .gch must share.
-var cppFlags = []string{"-std=c++17", "-O2"}
 
 // cppPCH returns the include directory with the precompiled header, or ""
 // while it is being built (in the background, on first use) or where it
@@ -61,7 +59,7 @@ func pchCacheDir(tempDir string) string {
 // building it under cache if it is not there yet.
 func buildPCH(gxx, cache string) (string, error) {
 	// The header the compiler would include, found as the compiler finds it.
-	c := exec.Command(gxx, append(append([]string{}, cppFlags...), "-x", "c++", "-M", "-")...)
+	c := exec.Command(gxx, append(append([]string{}, lang.CppFlags...), "-x", "c++", "-M", "-")...)
 	c.Stdin = strings.NewReader("#include <bits/stdc++.h>\n")
 	out, err := c.Output()
 	if err != nil {
@@ -86,7 +84,7 @@ func buildPCH(gxx, cache string) (string, error) {
 		return "", fmt.Errorf("%s --version: %v", gxx, err)
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00", gxx, version, strings.Join(cppFlags, " "), header)
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00", gxx, version, strings.Join(lang.CppFlags, " "), header)
 	h.Write(text)
 	return buildInCache(cache, hex.EncodeToString(h.Sum(nil))[:20], filepath.Join("bits", "stdc++.h.gch"), func(tmp string) error {
 		bits := filepath.Join(tmp, "bits")
@@ -98,7 +96,7 @@ func buildPCH(gxx, cache string) (string, error) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		args := append(append([]string{}, cppFlags...), "-x", "c++-header", filepath.Join(bits, "stdc++.h"), "-o", filepath.Join(bits, "stdc++.h.gch"))
+		args := append(append([]string{}, lang.CppFlags...), "-x", "c++-header", filepath.Join(bits, "stdc++.h"), "-o", filepath.Join(bits, "stdc++.h.gch"))
 		if out, err := exec.CommandContext(ctx, gxx, args...).CombinedOutput(); err != nil {
 			return fmt.Errorf("precompile %s: %v: %s", header, err, strings.TrimSpace(string(out)))
 		}

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"github.com/verl-score/verl-score/sandbox/lang"
 	"io"
 	"time"
 )
@@ -52,7 +53,7 @@ func (l *Local) Prepare(ctx context.Context) []Protection {
 		})
 	}
 	if l.tools["npm"] != "" && l.tools["node"] != "" {
-		out = append(out, nodeRuntimeState(l.tools[nodeRuntime]))
+		out = append(out, nodeRuntimeState(l.tools[lang.NodeRuntime]))
 	}
 	return out
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/verl-score/verl-score/sandbox/lang"
 	"io"
 	"net"
 	"net/http"
@@ -808,12 +809,12 @@ func TestServeLanguageCasesEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles and runs every language")
 	}
-	serveMatrix(t, LanguageCases())
+	serveMatrix(t, lang.CasesOf(false))
 }
 
 // serveMatrix runs cases through the HTTP server and directly through
 // Local: both must give each case's verdict, with the same statuses.
-func serveMatrix(t *testing.T, cases []ConformanceCase) {
+func serveMatrix(t *testing.T, cases []lang.Case) {
 	local, hc := newLocalServer(t, ServerOptions{MaxInFlight: 2, MaxQueue: 64})
 	if len(cases) == 0 {
 		t.Fatal("no cases")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"github.com/verl-score/verl-score/sandbox/lang"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,10 +68,10 @@ var sfRunnerCases = []sfRunnerCase{
 	// lodash comes from the sandbox's Node.js runtime (noderuntime/).
 	{name: "typescript lodash dep", language: "typescript",
 		code:       "\n    import _ from \"lodash\";\n    import assert from \"assert\";\n\n    assert(_.isEqual(1, 1));\n    console.log('done');\n",
-		runTimeout: 10, status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished, stdoutHas: "done", needs: nodeRuntime},
+		runTimeout: 10, status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished, stdoutHas: "done", needs: lang.NodeRuntime},
 	{name: "nodejs lodash dep", language: "nodejs",
 		code:       "const _ = require('lodash');\nconsole.log(_.chunk([1, 2, 3], 2).length);\n",
-		runTimeout: 10, status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished, stdoutHas: "2", needs: nodeRuntime},
+		runTimeout: 10, status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished, stdoutHas: "2", needs: lang.NodeRuntime},
 	{name: "java external jar", language: "java", needs: "/usr/share/java/javatuples.jar",
 		code: "\n    import org.javatuples.Pair;\n    import org.javatuples.Triplet;\n\n    public class Main {\n" +
 			"        public static void main(String[] args) {\n            Pair<String, Integer> pair = Pair.with(\"apple\", 1);\n" +
@@ -99,7 +100,7 @@ var sfRunnerCases = []sfRunnerCase{
 	{name: "php user error", language: "php", code: "\n    <?php\n    trigger_error(\"Custom error\", E_USER_ERROR);\n    ?>\n    ",
 		status: sandboxclient.StatusFailed, runStatus: sandboxclient.StepFinished, outputHas: "Custom error"},
 	{name: "php stdin", language: "php", code: "\n    <?php\n        $input = readline();\n        echo intval($input);\n    ?>\n", runTimeout: 5,
-		stdin: optStr("65535"), status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished, stdoutHas: "65535"},
+		stdin: ptr("65535"), status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished, stdoutHas: "65535"},
 
 	{name: "ruby puts", language: "ruby", code: "\nputs \"Hello, World!\";\n", runTimeout: 5,
 		status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished, stdoutHas: "Hello, World!"},
@@ -294,11 +295,12 @@ func TestDoctorListsEveryVerlLanguage(t *testing.T) {
 		if r.Name != sandboxclient.SupportedLanguages[i] {
 			t.Errorf("row %d is %s, want %s", i, r.Name, sandboxclient.SupportedLanguages[i])
 		}
-		spec, runs := languages[r.Name]
-		if runs && tools[spec.programs[0]] != "" && !r.Available {
+		spec := lang.Get(r.Name)
+		runs := spec != nil && spec.Runnable()
+		if runs && tools[spec.Programs()[0]] != "" && !r.Available {
 			t.Errorf("%s has its toolchain but is not available: %s", r.Name, r.Detail)
 		}
-		if !r.Available && (languagePackages[r.Name] == "" || !strings.Contains(r.Detail, languagePackages[r.Name])) {
+		if !r.Available && (spec == nil || spec.Packages() == "" || !strings.Contains(r.Detail, spec.Packages())) {
 			t.Errorf("%s: no package named: %s", r.Name, r.Detail)
 		}
 		if !runs && r.Available {
@@ -501,4 +503,8 @@ func TestServeJavaRequestJars(t *testing.T) {
 	if err != nil || resp.Status != sandboxclient.StatusSuccess || resp.RunResult.Stdout != "hi jar\n" {
 		t.Fatalf("want hi jar, got %s", respText(resp, err))
 	}
+}
+
+func goTestCode(body string) string {
+	return "package add_test\n\nimport \"testing\"\n\nfunc add(a, b int) int { return a + b }\n\nfunc TestAdd(t *testing.T) {\n\t" + body + "\n}\n"
 }

@@ -6,6 +6,7 @@
 package sandbox
 
 import (
+	"github.com/verl-score/verl-score/sandbox/lang"
 	"path/filepath"
 	"testing"
 
@@ -13,7 +14,7 @@ import (
 )
 
 func TestSlowLanguageCases(t *testing.T) {
-	serveMatrix(t, SlowLanguageCases())
+	serveMatrix(t, lang.CasesOf(true))
 }
 
 const (

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"github.com/verl-score/verl-score/sandbox/lang"
 	"os"
 	"path/filepath"
 	"sort"
@@ -82,7 +83,7 @@ func newView(mount string, tools map[string]string) *view {
 		if err != nil || covered(real) {
 			continue
 		}
-		if n == nodeRuntime {
+		if n == lang.NodeRuntime {
 			// A directory, bound as it is.
 			v.binds = append(v.binds, viewBind{source: real, target: real})
 			continue

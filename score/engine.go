@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	langs "github.com/verl-score/verl-score/sandbox/lang"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -417,7 +418,7 @@ func (e *Engine) start(sol Solution) *solState {
 		lang = e.opts.Language
 	}
 	if lang == LanguageAuto {
-		lang = LanguageFromTag(tag)
+		lang, code = langs.FromFence(tag, code)
 	}
 	st.lang = lang
 	st.res.Language = lang
@@ -465,36 +466,6 @@ func (e *Engine) start(sol Solution) *solState {
 	return st
 }
 
-// LanguageFromTag maps a code fence's tag to a sandbox language; an
-// untagged fence is python, as verl assumes. Unknown tags are returned as
-// they are and fail as an unsupported language.
-func LanguageFromTag(tag string) string {
-	switch strings.ToLower(tag) {
-	case "", "python", "py", "python3":
-		return "python"
-	case "cpp", "c++", "cxx", "cc":
-		return "cpp"
-	case "java":
-		return "java"
-	case "go", "golang":
-		return "go"
-	case "javascript", "js", "node", "nodejs":
-		return "nodejs"
-	case "bash", "sh", "shell":
-		return "bash"
-	case "rust", "rs":
-		return "rust"
-	}
-	return strings.ToLower(tag)
-}
-
-// compiledLanguages have a compile step on a SandboxFusion server.
-var compiledLanguages = map[string]bool{
-	"cpp": true, "cuda": true, "go": true, "go_test": true, "java": true, "junit": true, "rust": true,
-	"csharp": true, "scala": true, "kotlin_script": true, "swift": true, "D_ut": true, "typescript": true,
-	"lean": true, "verilog": true,
-}
-
 // dispatch sends st's cases in case order, each after taking a slot of the
 // global limit, until ctx ends; the requests run under reqCtx. Once a case
 // is known to be a compile error, later cases not yet sent are not sent:
@@ -515,7 +486,7 @@ func (e *Engine) dispatch(ctx, reqCtx context.Context, st *solState) {
 		}
 		return
 	}
-	probe := compiledLanguages[st.lang] && !e.opts.NoCompileSkip
+	probe := langs.CompiledUpstream(st.lang) && !e.opts.NoCompileSkip
 	skip := func(i int) bool {
 		return !e.opts.NoCompileSkip && st.skipFrom() >= 0 && st.skipFrom() < i
 	}
