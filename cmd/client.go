@@ -11,13 +11,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/verl-score/verl-score/rollout"
-	"github.com/verl-score/verl-score/score"
-
 	"github.com/verl-score/verl-score/config"
 	"github.com/verl-score/verl-score/resultcache"
+	"github.com/verl-score/verl-score/rollout"
 	"github.com/verl-score/verl-score/sandbox"
 	"github.com/verl-score/verl-score/sandboxclient"
+	"github.com/verl-score/verl-score/score"
 	"github.com/verl-score/verl-score/testcases"
 )
 

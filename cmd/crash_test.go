@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/verl-score/verl-score/sandbox"
+	"github.com/verl-score/verl-score/server"
 )
 
 // buildBinary builds the verl-score command into a directory of the test.
@@ -49,7 +50,7 @@ func (l *requestLog) server(t *testing.T) *httptest.Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { local.Close() })
-	h := sandbox.NewServer(local, sandbox.ServerOptions{}).Handler()
+	h := server.New(local, server.Options{}).Handler()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost { // run's probe
 			h.ServeHTTP(w, r)

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+
 	"github.com/spf13/cobra"
 
 	"github.com/verl-score/verl-score/check"

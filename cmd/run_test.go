@@ -25,6 +25,7 @@ import (
 	"github.com/verl-score/verl-score/job"
 	"github.com/verl-score/verl-score/rollout"
 	"github.com/verl-score/verl-score/sandbox"
+	"github.com/verl-score/verl-score/server"
 	"github.com/verl-score/verl-score/version"
 )
 
@@ -37,7 +38,7 @@ func sandboxServer(t testing.TB, cancelAfter int64, cancel func()) *httptest.Ser
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { local.Close() })
-	h := sandbox.NewServer(local, sandbox.ServerOptions{MaxQueue: 256}).Handler()
+	h := server.New(local, server.Options{MaxQueue: 256}).Handler()
 	var n atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.ServeHTTP(w, r)
@@ -387,7 +388,7 @@ func TestRunInfraFailuresAreNotResults(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { local.Close() })
-	h := sandbox.NewServer(local, sandbox.ServerOptions{}).Handler()
+	h := server.New(local, server.Options{}).Handler()
 	var n atomic.Int64
 	flaky := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if n.Add(1)%25 == 0 {

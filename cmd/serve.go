@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/verl-score/verl-score/sandbox"
+	"github.com/verl-score/verl-score/server"
 	"github.com/verl-score/verl-score/testcases"
 )
 
@@ -139,9 +140,9 @@ Point verl at it with:
 	f.IntVar(&opts.MaxConcurrent, "max-concurrent", runtime.NumCPU(), "old name of --slots")
 	f.MarkDeprecated("max-concurrent", "use --slots (programs at once); run's --max-concurrent is requests in flight")
 	f.IntVar(&opts.MaxQueue, "max-queue", -1, "at most this many requests wait for a free slot (-1: bounded by --max-queue-bytes only; 0: no queue)")
-	f.StringVar(&maxQueueBytes, "max-queue-bytes", formatSize(sandbox.DefaultMaxQueueBytes()), "request bodies that may wait for a free slot, in bytes or with a KiB/MiB/GiB suffix")
+	f.StringVar(&maxQueueBytes, "max-queue-bytes", formatSize(server.DefaultMaxQueueBytes()), "request bodies that may wait for a free slot, in bytes or with a KiB/MiB/GiB suffix")
 	f.StringVar(&maxBody, "max-body", "32MiB", "largest request body accepted (bytes, or with a KiB/MiB/GiB suffix); larger gets 413")
-	f.DurationVar(&opts.ShutdownTimeout, "shutdown-timeout", sandbox.DefaultShutdownTimeout, "how long a shutdown waits for runs in progress")
+	f.DurationVar(&opts.ShutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "how long a shutdown waits for runs in progress")
 	f.StringVar(&logLevel, "log-level", "info", "info, or debug for one line per request")
 	f.BoolVar(&opts.FastPaths, "fast-paths", true, "fork Python runs from a pre-started interpreter, compile C++ against a precompiled bits/stdc++.h and start javac from a class-data archive (same answers; false: plain starts and compiles)")
 	f.StringVar(&isolation, "isolation", "auto", "auto: every protection the host allows (see verl-score doctor); basic: per-run user and no network, but the host's files visible; none: resource limits only")
@@ -201,7 +202,7 @@ func runServe(ctx context.Context, opts *serveOptions) error {
 	case 0:
 		maxQueue = -1
 	}
-	srv := sandbox.NewServer(local, sandbox.ServerOptions{
+	srv := server.New(local, server.Options{
 		MaxInFlight:     opts.MaxConcurrent,
 		MaxQueue:        maxQueue,
 		MaxQueueBytes:   opts.MaxQueueBytes,

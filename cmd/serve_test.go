@@ -16,6 +16,7 @@ import (
 
 	"github.com/verl-score/verl-score/sandbox"
 	"github.com/verl-score/verl-score/sandboxclient"
+	"github.com/verl-score/verl-score/server"
 )
 
 // syncBuffer is a bytes.Buffer safe to write from the server's goroutines
@@ -282,7 +283,7 @@ func TestDoctorOnThisHost(t *testing.T) {
 }
 
 func TestDefaultMaxQueueBytes(t *testing.T) {
-	n := sandbox.DefaultMaxQueueBytes()
+	n := server.DefaultMaxQueueBytes()
 	if n < 64<<20 || n > 4<<30 {
 		t.Errorf("got %d, want between 64 MiB and 4 GiB", n)
 	}

@@ -3,7 +3,6 @@ package sandbox
 import (
 	"context"
 	"fmt"
-	"github.com/verl-score/verl-score/sandbox/lang"
 	"os"
 	"os/exec"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verl-score/verl-score/sandbox/lang"
 	"github.com/verl-score/verl-score/sandboxclient"
 	"github.com/verl-score/verl-score/testcases"
 )

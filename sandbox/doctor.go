@@ -3,7 +3,6 @@ package sandbox
 import (
 	"context"
 	"fmt"
-	"github.com/verl-score/verl-score/sandbox/lang"
 	"io"
 	"io/fs"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/verl-score/verl-score/sandbox/lang"
 	"github.com/verl-score/verl-score/sandboxclient"
 )
 

@@ -4,7 +4,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"github.com/verl-score/verl-score/sandbox/lang"
 	"os"
 	"os/exec"
 	"runtime"
@@ -15,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/verl-score/verl-score/sandbox/lang"
 	"github.com/verl-score/verl-score/sandbox/nsinit"
 )
 

@@ -16,7 +16,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/verl-score/verl-score/sandbox/lang"
 	"io"
 	"maps"
 	"os"
@@ -33,6 +32,7 @@ import (
 
 	"github.com/verl-score/verl-score/atomicfile"
 	"github.com/verl-score/verl-score/sandbox/cgroup"
+	"github.com/verl-score/verl-score/sandbox/lang"
 	"github.com/verl-score/verl-score/sandbox/nsinit"
 	"github.com/verl-score/verl-score/sandboxclient"
 	"golang.org/x/sync/singleflight"

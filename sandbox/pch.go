@@ -5,12 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"github.com/verl-score/verl-score/sandbox/lang"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/verl-score/verl-score/sandbox/lang"
 )
 
 // A precompiled bits/stdc++.h. Most competitive-programming C++ includes

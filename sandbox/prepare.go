@@ -3,9 +3,10 @@ package sandbox
 import (
 	"context"
 	"fmt"
-	"github.com/verl-score/verl-score/sandbox/lang"
 	"io"
 	"time"
+
+	"github.com/verl-score/verl-score/sandbox/lang"
 )
 
 // What a language's first cases would otherwise pay inside their time

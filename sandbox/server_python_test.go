@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/verl-score/verl-score/server"
 )
 
 // verlStyleClient posts the way verl's call_sandbox_api does (json.dumps of
@@ -41,7 +43,7 @@ func TestVerlStylePythonClient(t *testing.T) {
 	}
 	l := sharedSandbox(t)
 	needTools(t, l, "cpp")
-	srv := httptest.NewServer(NewServer(l, ServerOptions{}).Handler())
+	srv := httptest.NewServer(server.New(l, server.Options{}).Handler())
 	defer srv.Close()
 	out, err := exec.Command("/usr/bin/python3", "-c", verlStyleClient, srv.URL+"/run_code").CombinedOutput()
 	if err != nil {
@@ -93,7 +95,7 @@ func TestVerlConcurrencyAgainstDefaults(t *testing.T) {
 		t.Skip("no /usr/bin/python3")
 	}
 	l := newLocal(t, Options{Concurrency: 2})
-	srv := httptest.NewServer(NewServer(l, ServerOptions{MaxInFlight: 2}).Handler())
+	srv := httptest.NewServer(server.New(l, server.Options{MaxInFlight: 2}).Handler())
 	defer srv.Close()
 	const n = 256
 	out, err := exec.Command("/usr/bin/python3", "-c", verlLoadClient, srv.URL+"/run_code", strconv.Itoa(n)).CombinedOutput()

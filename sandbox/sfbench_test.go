@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/verl-score/verl-score/sandboxclient"
+	"github.com/verl-score/verl-score/server"
 )
 
 // BenchmarkServeVsSandboxFusion sends the same mixed requests (Python, C++
@@ -30,7 +31,7 @@ func BenchmarkServeVsSandboxFusion(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer local.Close()
-	srv := httptest.NewServer(NewServer(local, ServerOptions{MaxInFlight: clients}).Handler())
+	srv := httptest.NewServer(server.New(local, server.Options{MaxInFlight: clients}).Handler())
 	defer srv.Close()
 	client := func(url string) *sandboxclient.HTTPClient {
 		hc, err := sandboxclient.NewHTTPClient(sandboxclient.HTTPOptions{URL: url, MaxConns: clients})

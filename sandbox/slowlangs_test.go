@@ -6,10 +6,10 @@
 package sandbox
 
 import (
-	"github.com/verl-score/verl-score/sandbox/lang"
 	"path/filepath"
 	"testing"
 
+	"github.com/verl-score/verl-score/sandbox/lang"
 	"github.com/verl-score/verl-score/sandboxclient"
 )
 

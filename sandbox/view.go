@@ -2,12 +2,12 @@ package sandbox
 
 import (
 	"fmt"
-	"github.com/verl-score/verl-score/sandbox/lang"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
+	"github.com/verl-score/verl-score/sandbox/lang"
 	"github.com/verl-score/verl-score/sandbox/nsinit"
 )
 

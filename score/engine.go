@@ -7,11 +7,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	langs "github.com/verl-score/verl-score/sandbox/lang"
 	"strings"
 	"sync"
 	"sync/atomic"
 
+	langs "github.com/verl-score/verl-score/sandbox/lang"
 	"github.com/verl-score/verl-score/sandboxclient"
 	"github.com/verl-score/verl-score/testcases"
 )

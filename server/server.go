@@ -1,4 +1,4 @@
-package sandbox
+package server
 
 import (
 	"bytes"
@@ -21,7 +21,7 @@ import (
 	"github.com/verl-score/verl-score/sandboxclient"
 )
 
-// Defaults of ServerOptions.
+// Defaults of Options.
 const (
 	DefaultMaxBodyBytes    = 32 << 20
 	DefaultShutdownTimeout = time.Minute
@@ -35,8 +35,8 @@ const (
 	defaultMemoryLimitMB  = -1
 )
 
-// ServerOptions tune a Server. Zero values take the documented defaults.
-type ServerOptions struct {
+// Options tune a Server. Zero values take the documented defaults.
+type Options struct {
 	// MaxInFlight is how many requests run at once (default: NumCPU).
 	MaxInFlight int
 	// MaxQueueBytes bounds the request bodies waiting for a run slot
@@ -77,7 +77,7 @@ func DefaultMaxQueueBytes() int64 {
 // sandbox unchanged. It also serves GET /health and GET /metrics.
 type Server struct {
 	client  sandboxclient.Client
-	opts    ServerOptions
+	opts    Options
 	slots   chan struct{} // one token per running request
 	waiting atomic.Int64  // requests waiting for a slot
 	queued  atomic.Int64  // bytes of their bodies
@@ -90,7 +90,7 @@ type Server struct {
 }
 
 // NewServer returns a server that runs every request with c.
-func NewServer(c sandboxclient.Client, opts ServerOptions) *Server {
+func New(c sandboxclient.Client, opts Options) *Server {
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = runtime.NumCPU()
 	}

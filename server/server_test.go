@@ -1,4 +1,4 @@
-package sandbox
+package server
 
 import (
 	"bytes"
@@ -6,16 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/verl-score/verl-score/sandbox/lang"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -110,7 +107,7 @@ func post(t *testing.T, url, body string) (*http.Response, []byte) {
 const pythonHello = `{"code": "print(input())", "language": "python", "stdin": "hi"}`
 
 func TestRunCodeStatusCodes(t *testing.T) {
-	srv := httptest.NewServer(NewServer(echoClient(), ServerOptions{MaxBodyBytes: 1024}).Handler())
+	srv := httptest.NewServer(New(echoClient(), Options{MaxBodyBytes: 1024}).Handler())
 	defer srv.Close()
 
 	tests := []struct {
@@ -186,7 +183,7 @@ func TestRunCodeStatusCodes(t *testing.T) {
 
 func TestRunCodeUnknownLanguageDetail(t *testing.T) {
 	fake := echoClient()
-	srv := httptest.NewServer(NewServer(fake, ServerOptions{}).Handler())
+	srv := httptest.NewServer(New(fake, Options{}).Handler())
 	defer srv.Close()
 	resp, body := post(t, srv.URL+"/run_code", `{"code": "x", "language": "cobol"}`)
 	if resp.StatusCode != http.StatusUnprocessableEntity {
@@ -222,7 +219,7 @@ func TestRunCodeUnknownLanguageDetail(t *testing.T) {
 
 func TestRunCodeDefaults(t *testing.T) {
 	fake := echoClient()
-	srv := httptest.NewServer(NewServer(fake, ServerOptions{}).Handler())
+	srv := httptest.NewServer(New(fake, Options{}).Handler())
 	defer srv.Close()
 
 	tests := []struct {
@@ -305,7 +302,7 @@ func TestRunCodeFixtures(t *testing.T) {
 				c := canned
 				return &c, nil
 			}}
-			srv := httptest.NewServer(NewServer(fake, ServerOptions{}).Handler())
+			srv := httptest.NewServer(New(fake, Options{}).Handler())
 			defer srv.Close()
 
 			resp, body := post(t, srv.URL+"/run_code", string(fx.Request))
@@ -349,7 +346,7 @@ func TestRunCodeResponseKeys(t *testing.T) {
 	wantKeys := []string{"compile_result", "executor_pod_name", "files", "message", "run_result", "status"}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := httptest.NewServer(NewServer(&fakeClient{run: tt.run}, ServerOptions{}).Handler())
+			srv := httptest.NewServer(New(&fakeClient{run: tt.run}, Options{}).Handler())
 			defer srv.Close()
 			resp, body := post(t, srv.URL+"/run_code", pythonHello)
 			if resp.StatusCode != http.StatusOK {
@@ -395,7 +392,7 @@ func TestRunCodeClientErrorIsSandboxError(t *testing.T) {
 	fake := &fakeClient{run: func(context.Context, *sandboxclient.Request) (*sandboxclient.Response, error) {
 		return nil, errors.New("no runner for sql")
 	}}
-	srv := httptest.NewServer(NewServer(fake, ServerOptions{}).Handler())
+	srv := httptest.NewServer(New(fake, Options{}).Handler())
 	defer srv.Close()
 	resp, body := post(t, srv.URL+"/run_code", `{"code": "select 1;", "language": "sql"}`)
 	if resp.StatusCode != http.StatusOK {
@@ -414,16 +411,16 @@ func TestRunCodeClientErrorIsSandboxError(t *testing.T) {
 }
 
 func TestRunCodeQueueOverflow(t *testing.T) {
-	t.Run("count", func(t *testing.T) { testQueueOverflow(t, ServerOptions{MaxInFlight: 1, MaxQueue: 1}) })
+	t.Run("count", func(t *testing.T) { testQueueOverflow(t, Options{MaxInFlight: 1, MaxQueue: 1}) })
 	// Room for one waiting body, not two.
 	t.Run("bytes", func(t *testing.T) {
-		testQueueOverflow(t, ServerOptions{MaxInFlight: 1, MaxQueueBytes: int64(len(pythonHello)*2 - 1)})
+		testQueueOverflow(t, Options{MaxInFlight: 1, MaxQueueBytes: int64(len(pythonHello)*2 - 1)})
 	})
 }
 
-func testQueueOverflow(t *testing.T, opts ServerOptions) {
+func testQueueOverflow(t *testing.T, opts Options) {
 	block := newBlockingClient()
-	s := NewServer(block, opts)
+	s := New(block, opts)
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
 
@@ -473,7 +470,7 @@ func testQueueOverflow(t *testing.T, opts ServerOptions) {
 
 func TestRunCodeClientDisconnectCancels(t *testing.T) {
 	block := newBlockingClient()
-	s := NewServer(block, ServerOptions{MaxInFlight: 1, MaxQueue: 4})
+	s := New(block, Options{MaxInFlight: 1, MaxQueue: 4})
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
 
@@ -515,7 +512,7 @@ func TestRunCodeClientDisconnectCancels(t *testing.T) {
 }
 
 func TestHealth(t *testing.T) {
-	srv := httptest.NewServer(NewServer(echoClient(), ServerOptions{}).Handler())
+	srv := httptest.NewServer(New(echoClient(), Options{}).Handler())
 	defer srv.Close()
 	resp, err := http.Get(srv.URL + "/health")
 	if err != nil {
@@ -539,7 +536,7 @@ func TestMetricsAfterRequests(t *testing.T) {
 		}
 		return echoClient().run(context.Background(), req)
 	}}
-	srv := httptest.NewServer(NewServer(fake, ServerOptions{}).Handler())
+	srv := httptest.NewServer(New(fake, Options{}).Handler())
 	defer srv.Close()
 
 	bodies := []string{
@@ -597,7 +594,7 @@ func TestMetricsAfterRequests(t *testing.T) {
 
 func TestServeGracefulShutdown(t *testing.T) {
 	block := newBlockingClient()
-	s := NewServer(block, ServerOptions{MaxInFlight: 2})
+	s := New(block, Options{MaxInFlight: 2})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
@@ -676,7 +673,7 @@ func TestServeGracefulShutdown(t *testing.T) {
 
 func TestServeShutdownTimeoutCancelsRuns(t *testing.T) {
 	block := newBlockingClient()
-	s := NewServer(block, ServerOptions{ShutdownTimeout: 50 * time.Millisecond})
+	s := New(block, Options{ShutdownTimeout: 50 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	addrCh := make(chan net.Addr, 1)
 	served := make(chan error, 1)
@@ -702,7 +699,7 @@ func TestServeShutdownTimeoutCancelsRuns(t *testing.T) {
 }
 
 func TestListenAndServeBadAddress(t *testing.T) {
-	s := NewServer(echoClient(), ServerOptions{})
+	s := New(echoClient(), Options{})
 	err := s.ListenAndServe(context.Background(), "256.0.0.1:bad", nil)
 	if err == nil {
 		t.Fatal("got nil error for an unusable address, want one")
@@ -710,7 +707,7 @@ func TestListenAndServeBadAddress(t *testing.T) {
 }
 
 func TestServerConcurrentEcho(t *testing.T) {
-	srv := httptest.NewServer(NewServer(echoClient(), ServerOptions{MaxInFlight: 4, MaxQueue: 64}).Handler())
+	srv := httptest.NewServer(New(echoClient(), Options{MaxInFlight: 4, MaxQueue: 64}).Handler())
 	defer srv.Close()
 	const n = 64
 	var wg sync.WaitGroup
@@ -763,161 +760,10 @@ func dump(v any) string {
 }
 
 // goTestTime is the duration `go test` prints after its package.
-var goTestTime = regexp.MustCompile(`\tcommand-line-arguments\t[0-9.]+s`)
-
-// untimed is stdout without go test's durations.
-func untimed(s string) string {
-	s = goTestTime.ReplaceAllString(s, "\tcommand-line-arguments\tTIME")
-	s = junitTime.ReplaceAllString(s, "finished after TIME ms")
-	return pytestTime.ReplaceAllString(s, " in TIMEs =")
-}
-
-// junitTime is the run time JUnit's console launcher prints.
-var junitTime = regexp.MustCompile(`finished after [0-9]+ ms`)
-
-// pytestTime is the run time on pytest's last line ("1 passed in 0.01s").
-var pytestTime = regexp.MustCompile(` in [0-9.]+s =`)
-
-// newLocalServer starts a real Local behind the server on an httptest
-// listener and returns an HTTP client for it, as verl-score's own remote
-// path would use.
-func newLocalServer(t *testing.T, opts ServerOptions) (*Local, *sandboxclient.HTTPClient) {
-	t.Helper()
-	local, err := New(Options{Concurrency: opts.MaxInFlight, Warn: io.Discard})
-	if err != nil {
-		t.Fatalf("sandbox.New: %v", err)
-	}
-	t.Cleanup(func() { local.Close() })
-	srv := httptest.NewServer(NewServer(local, opts).Handler())
-	t.Cleanup(srv.Close)
-	hc, err := sandboxclient.NewHTTPClient(sandboxclient.HTTPOptions{
-		URL:      srv.URL + "/run_code",
-		MaxConns: opts.MaxInFlight + opts.MaxQueue,
-		Retry:    sandboxclient.VerlRetryPolicy(),
-	})
-	if err != nil {
-		t.Fatalf("NewHTTPClient: %v", err)
-	}
-	t.Cleanup(hc.CloseIdleConnections)
-	return local, hc
-}
-
-// TestServeLanguageCasesEndToEnd runs the whole conformance matrix through
-// the HTTP server and directly through Local: both must give the case's
-// verdict, with the same statuses.
-func TestServeLanguageCasesEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("compiles and runs every language")
-	}
-	serveMatrix(t, lang.CasesOf(false))
-}
-
-// serveMatrix runs cases through the HTTP server and directly through
-// Local: both must give each case's verdict, with the same statuses.
-func serveMatrix(t *testing.T, cases []lang.Case) {
-	local, hc := newLocalServer(t, ServerOptions{MaxInFlight: 2, MaxQueue: 64})
-	if len(cases) == 0 {
-		t.Fatal("no cases")
-	}
-	ctx := context.Background()
-	// The cases run as parallel subtests, so at most -parallel (GOMAXPROCS
-	// by default) at once: a request waiting in the server's queue would
-	// spend its HTTP timeout there, as with SandboxFusion.
-	for _, c := range cases {
-		t.Run(c.Name, func(t *testing.T) {
-			needTools(t, local, c.Language)
-			t.Parallel()
-			// Through HTTP first, so that Local's compile cache cannot make
-			// the server path look better than the direct one.
-			hResp, hErr := hc.Run(ctx, c.Request())
-			dResp, dErr := local.Run(ctx, c.Request())
-			viaHTTP, direct := c.Judge(hResp, hErr), c.Judge(dResp, dErr)
-			if viaHTTP.Verdict != c.Want {
-				t.Errorf("via HTTP: got verdict %v (%s), want %v; response %s", viaHTTP.Verdict, viaHTTP.Status, c.Want, dump(hResp))
-			}
-			if direct.Verdict != c.Want {
-				t.Errorf("direct: got verdict %v (%s), want %v; response %s", direct.Verdict, direct.Status, c.Want, dump(dResp))
-			}
-			if viaHTTP.Status != direct.Status ||
-				deref(viaHTTP.APIStatus) != deref(direct.APIStatus) ||
-				deref(viaHTTP.CompileStatus) != deref(direct.CompileStatus) ||
-				deref(viaHTTP.RunStatus) != deref(direct.RunStatus) {
-				t.Errorf("via HTTP: got status %s api %s compile %s run %s; direct: %s api %s compile %s run %s",
-					viaHTTP.Status, deref(viaHTTP.APIStatus), deref(viaHTTP.CompileStatus), deref(viaHTTP.RunStatus),
-					direct.Status, deref(direct.APIStatus), deref(direct.CompileStatus), deref(direct.RunStatus))
-			}
-			if c.Want == sandboxclient.VerdictTrue || c.Want == sandboxclient.VerdictFalse {
-				if untimed(deref(viaHTTP.Stdout)) != untimed(deref(direct.Stdout)) {
-					t.Errorf("via HTTP: got stdout %q, direct %q", deref(viaHTTP.Stdout), deref(direct.Stdout))
-				}
-			}
-		})
-	}
-}
-
-// TestServeConcurrentEchoEndToEnd sends many requests at once, each with
-// its own stdin, through the server to real Python processes: every answer
-// must carry its own input back.
-func TestServeConcurrentEchoEndToEnd(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 not installed")
-	}
-	_, hc := newLocalServer(t, ServerOptions{MaxInFlight: 2, MaxQueue: 64})
-	const n = 64
-	errs := make(chan error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			in := fmt.Sprintf("request %d says %x\n", i, i*7919)
-			req := &sandboxclient.Request{
-				CompileTimeout: 10, RunTimeout: 20, MemoryLimitMB: 1024, Language: "python",
-				Code:  "import sys\nsys.stdout.write(sys.stdin.read())\n",
-				Stdin: &in, Files: map[string]string{}, FetchFiles: []string{},
-			}
-			resp, err := hc.Run(context.Background(), req)
-			if err != nil {
-				errs <- fmt.Errorf("request %d: %w", i, err)
-				return
-			}
-			if resp.Status != sandboxclient.StatusSuccess || resp.RunResult == nil || resp.RunResult.Stdout != in {
-				errs <- fmt.Errorf("request %d: got %s, want stdout %q", i, dump(resp), in)
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-}
-
-// TestServeUnknownLanguageEndToEnd: the HTTP client sees a non-2xx answer
-// (an API error, verdict -1), as with a real SandboxFusion server.
-func TestServeUnknownLanguageEndToEnd(t *testing.T) {
-	_, hc := newLocalServer(t, ServerOptions{MaxInFlight: 1})
-	stdin := ""
-	resp, err := hc.Run(context.Background(), &sandboxclient.Request{
-		CompileTimeout: 10, RunTimeout: 10, MemoryLimitMB: 1024, Language: "cobol", Code: "x", Stdin: &stdin,
-	})
-	if err == nil {
-		t.Fatalf("got response %s, want an API error", dump(resp))
-	}
-	if got := sandboxclient.Judge(0, "", "", nil, resp, err).Verdict; got != sandboxclient.VerdictAPIError {
-		t.Errorf("got verdict %v, want -1", got)
-	}
-}
-
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
-}
 
 func TestRunCodeNoQueue(t *testing.T) {
 	block := newBlockingClient()
-	s := NewServer(block, ServerOptions{MaxInFlight: 1, MaxQueue: -1})
+	s := New(block, Options{MaxInFlight: 1, MaxQueue: -1})
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
 
@@ -945,7 +791,7 @@ func TestRunCodeNoQueue(t *testing.T) {
 // BenchmarkServerOverhead measures what the HTTP layer adds per request
 // (JSON in and out, queue, metrics) with a client that answers at once.
 func BenchmarkServerOverhead(b *testing.B) {
-	srv := httptest.NewServer(NewServer(echoClient(), ServerOptions{MaxInFlight: 8, MaxQueue: 64}).Handler())
+	srv := httptest.NewServer(New(echoClient(), Options{MaxInFlight: 8, MaxQueue: 64}).Handler())
 	defer srv.Close()
 	hc, err := sandboxclient.NewHTTPClient(sandboxclient.HTTPOptions{URL: srv.URL + "/run_code", MaxConns: 8, Retry: sandboxclient.VerlRetryPolicy()})
 	if err != nil {
@@ -962,42 +808,4 @@ func BenchmarkServerOverhead(b *testing.B) {
 			}
 		}
 	})
-}
-
-// BenchmarkPythonEcho compares a trivial Python request run directly by
-// Local with the same request through the server.
-func BenchmarkPythonEcho(b *testing.B) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		b.Skip("python3 not installed")
-	}
-	local, err := New(Options{Concurrency: 2, Warn: io.Discard})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer local.Close()
-	srv := httptest.NewServer(NewServer(local, ServerOptions{MaxInFlight: 2}).Handler())
-	defer srv.Close()
-	hc, err := sandboxclient.NewHTTPClient(sandboxclient.HTTPOptions{URL: srv.URL + "/run_code", MaxConns: 2, Retry: sandboxclient.VerlRetryPolicy()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	in := "hello"
-	req := &sandboxclient.Request{CompileTimeout: 10, RunTimeout: 10, MemoryLimitMB: 1024, Language: "python", Code: "print(input())", Stdin: &in}
-	for _, bc := range []struct {
-		name string
-		c    sandboxclient.Client
-	}{{"direct", local}, {"http", hc}} {
-		b.Run(bc.name, func(b *testing.B) {
-			b.SetParallelism(1) // GOMAXPROCS goroutines: the sandbox's 2 slots on 2 cores
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					resp, err := bc.c.Run(context.Background(), req)
-					if err != nil || resp.RunResult == nil || resp.RunResult.Stdout != "hello\n" {
-						b.Errorf("got %s, %v", dump(resp), err)
-						return
-					}
-				}
-			})
-		})
-	}
 }
