@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 )
 
 // File is an output being written. It is not safe for concurrent use.
@@ -163,11 +162,4 @@ func DeadOwners(dir, prefix string, dirs bool) []string {
 		dead = append(dead, filepath.Join(dir, name))
 	}
 	return dead
-}
-
-// ProcessAlive reports whether a process with this id exists (a process of
-// another user counts).
-func ProcessAlive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }

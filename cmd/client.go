@@ -15,6 +15,7 @@ import (
 	"github.com/verl-score/verl-score/resultcache"
 	"github.com/verl-score/verl-score/rollout"
 	"github.com/verl-score/verl-score/sandbox"
+	"github.com/verl-score/verl-score/sandbox/toolchain"
 	"github.com/verl-score/verl-score/sandboxclient"
 	"github.com/verl-score/verl-score/score"
 	"github.com/verl-score/verl-score/testcases"
@@ -128,7 +129,7 @@ func cacheIdentity(cfg *config.Config) string {
 		slices.Sort(urls)
 		return "sandbox urls " + strings.Join(urls, " ")
 	}
-	id := sandbox.Identity(cfg.LocalIsolation)
+	id := toolchain.Identity(cfg.LocalIsolation)
 	if cfg.RubyStackMB > 0 {
 		id += fmt.Sprintf("\nruby stack %d MB", cfg.RubyStackMB) // other Ruby verdicts
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/verl-score/verl-score/sandbox"
+	"github.com/verl-score/verl-score/sandbox/toolchain"
 )
 
 // doctorOptions are the flag values and dependencies of `verl-score doctor`.
@@ -20,7 +21,7 @@ type doctorOptions struct {
 	Out     io.Writer
 
 	// toolchains and protections probe the host; tests may replace them.
-	toolchains  func() []sandbox.Toolchain
+	toolchains  func() []toolchain.Toolchain
 	protections func() []sandbox.Protection
 	fastPaths   func() []sandbox.Protection
 	languages   func() []sandbox.Protection
@@ -30,7 +31,7 @@ type doctorOptions struct {
 func newDoctorCmd(s Streams) *cobra.Command {
 	opts := &doctorOptions{
 		Out:         s.Out,
-		toolchains:  sandbox.Toolchains,
+		toolchains:  toolchain.Toolchains,
 		protections: sandbox.Protections,
 		fastPaths:   sandbox.FastPaths,
 		languages:   sandbox.Languages,

@@ -14,7 +14,7 @@ import (
 	"github.com/verl-score/verl-score/job"
 	"github.com/verl-score/verl-score/progress"
 	"github.com/verl-score/verl-score/rollout"
-	"github.com/verl-score/verl-score/sandbox"
+	"github.com/verl-score/verl-score/sandbox/toolchain"
 	"github.com/verl-score/verl-score/score"
 	"github.com/verl-score/verl-score/testcases"
 	"github.com/verl-score/verl-score/version"
@@ -267,7 +267,7 @@ func provenance(loader *config.Loader, sc *scoring) (*job.Provenance, func([]str
 	}
 	return p, func(langs []string) []job.Toolchain {
 		var out []job.Toolchain
-		for _, t := range sandbox.ToolchainsOf(langs) {
+		for _, t := range toolchain.ToolchainsOf(langs) {
 			out = append(out, job.Toolchain{Language: t.Language, Program: t.Program, Path: t.Path, Version: t.Version})
 		}
 		return out

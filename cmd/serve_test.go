@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/verl-score/verl-score/sandbox"
+	"github.com/verl-score/verl-score/sandbox/toolchain"
 	"github.com/verl-score/verl-score/sandboxclient"
 	"github.com/verl-score/verl-score/server"
 )
@@ -197,8 +198,8 @@ func TestServeHelpPointsVerlAtIt(t *testing.T) {
 }
 
 func TestDoctorOutput(t *testing.T) {
-	fakeTools := func() []sandbox.Toolchain {
-		return []sandbox.Toolchain{
+	fakeTools := func() []toolchain.Toolchain {
+		return []toolchain.Toolchain{
 			{Language: "python", Program: "python3", Path: "/usr/bin/python3", Version: "Python 3.11.2", Found: true},
 			{Language: "rust", Program: "rustc"},
 		}

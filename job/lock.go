@@ -6,7 +6,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 )
 
 // ErrOutputBusy is wrapped by Run's error when another run is writing the
@@ -31,7 +30,7 @@ func lockOutput(output string) (*outputLock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", output, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if busy, err := tryLock(f); err != nil {
 		holder := ""
 		if b, rerr := os.ReadFile(path); rerr == nil {
 			if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); perr == nil {
@@ -39,7 +38,7 @@ func lockOutput(output string) (*outputLock, error) {
 			}
 		}
 		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
+		if busy {
 			return nil, fmt.Errorf("%s: %w%s, holding %s; wait for it to end or choose another -o", output, ErrOutputBusy, holder, path)
 		}
 		return nil, fmt.Errorf("lock %s: %w", output, err)

@@ -1,3 +1,5 @@
+//go:build linux
+
 package sandbox
 
 import (
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/verl-score/verl-score/sandbox/lang"
+	"github.com/verl-score/verl-score/sandbox/toolchain"
 	"github.com/verl-score/verl-score/sandboxclient"
 	"github.com/verl-score/verl-score/testcases"
 )
@@ -156,8 +159,8 @@ func BenchmarkCppCompilePCH(b *testing.B) {
 	if fast.tools["g++"] == "" {
 		b.Skip("g++ not installed")
 	}
-	fast.waitPCH(context.Background())
-	if using, why := fast.PCHState(); !using {
+	fast.caches.WaitPCH(context.Background())
+	if using, why := fast.caches.PCHState(); !using {
 		b.Skipf("no precompiled header: %s", why)
 	}
 	in := "3\n1 2 3\n"
@@ -332,13 +335,13 @@ func BenchmarkJavacArchive(b *testing.B) {
 	if fast.tools["javac"] == "" {
 		b.Skip("javac not installed")
 	}
-	fast.waitJavacArchive(context.Background())
-	if using, why := fast.JavacArchiveState(); !using {
+	fast.caches.WaitJavacArchive(context.Background())
+	if using, why := fast.caches.JavacArchiveState(); !using {
 		b.Skipf("no javac archive: %s", why)
 	}
 	in := "3 4 1 7\n"
 	compareFastPath(b, fast, plain, "case-archive", "case-plain", func(i int) *sandboxclient.Request {
-		code := javacArchiveSample + "// " + decimal(i) + "\n" // a new source each time: compiled, not cached
+		code := toolchain.JavacArchiveSample + "// " + decimal(i) + "\n" // a new source each time: compiled, not cached
 		return &sandboxclient.Request{Language: "java", Code: code, Stdin: &in, CompileTimeout: 60, RunTimeout: 10, MemoryLimitMB: 1024}
 	}, "1 4 7 14 Pair[a=1, b=1] zero 3\n")
 }

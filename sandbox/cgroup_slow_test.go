@@ -1,4 +1,4 @@
-//go:build slowlangs
+//go:build slowlangs && linux
 
 package sandbox
 

@@ -1,4 +1,4 @@
-//go:build slowlangs
+//go:build slowlangs && linux
 
 package sandbox
 
@@ -76,10 +76,10 @@ func TestSlowColdCachesGiveWarmVerdicts(t *testing.T) {
 			t.Errorf("%s: cold %s\nwarm %s", lang, respText(c, nil), respText(w, nil))
 		}
 	}
-	if using, why := cold.PCHState(); !using {
+	if using, why := cold.caches.PCHState(); !using {
 		t.Errorf("the cold machine's C++ compile did not use the precompiled header: %s", why)
 	}
-	if using, why := cold.JavacArchiveState(); !using {
+	if using, why := cold.caches.JavacArchiveState(); !using {
 		t.Errorf("the cold machine's javac did not start from its archive: %s", why)
 	}
 }

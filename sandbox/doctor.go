@@ -1,232 +1,18 @@
+//go:build linux
+
 package sandbox
 
 import (
 	"context"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/verl-score/verl-score/sandbox/lang"
+	"github.com/verl-score/verl-score/sandbox/toolchain"
 	"github.com/verl-score/verl-score/sandboxclient"
 )
-
-// Toolchain is one program the local sandbox uses, as found on this
-// machine.
-type Toolchain struct {
-	Language string
-	Program  string
-	Path     string
-	Version  string
-	Found    bool
-}
-
-// Protection is one containment measure and whether this host allows it.
-type Protection struct {
-	Name      string
-	Available bool
-	Detail    string
-}
-
-// toolOrder lists every program of the language registry once, with the
-// languages it serves.
-var toolOrder = func() []struct{ lang, prog string } {
-	var out []struct{ lang, prog string }
-	at := map[string]int{}
-	for _, l := range lang.All() {
-		for _, prog := range l.Programs() {
-			if i, ok := at[prog]; ok {
-				out[i].lang += ", " + l.Name
-				continue
-			}
-			at[prog] = len(out)
-			out = append(out, struct{ lang, prog string }{l.Name, prog})
-		}
-	}
-	return out
-}()
-
-// findTools resolves every program to an absolute path of the real binary
-// (not a version manager's shim, which would cost a process per run and
-// may not be reachable by an unprivileged user). rootOnly lists those an
-// unprivileged user cannot reach, when steps run as such a user.
-func findTools(unprivileged bool) (tools map[string]string, rootOnly map[string]bool) {
-	tools = map[string]string{}
-	rootOnly = map[string]bool{}
-	for _, t := range toolOrder {
-		p := resolveTool(t.prog)
-		tools[t.prog] = p
-		if p != "" && unprivileged && !reachableByOthers(p) {
-			rootOnly[t.prog] = true
-		}
-	}
-	return tools, rootOnly
-}
-
-func resolveTool(prog string) string {
-	switch prog {
-	case "python3":
-		if isExecutable("/usr/bin/python3") {
-			return "/usr/bin/python3"
-		}
-		if p, err := exec.LookPath("python3"); err == nil {
-			if out, err := quickOutput(p, "-c", "import sys; print(sys.executable)"); err == nil {
-				if real := strings.TrimSpace(out); real != "" && isExecutable(real) {
-					return real
-				}
-			}
-			return p
-		}
-		return ""
-	case lang.NodeRuntime:
-		return findNodeRuntime()
-	case lang.JUnitConsole:
-		// A jar, not a program: java runs it.
-		if fi, err := os.Stat(junitConsoleJar); err == nil && fi.Mode().IsRegular() {
-			return junitConsoleJar
-		}
-		return ""
-	case "bash":
-		if isExecutable("/bin/bash") {
-			return "/bin/bash"
-		}
-	case "rustc":
-		// rustup's proxy needs its home; the toolchain's own rustc does not.
-		if p, err := exec.LookPath("rustc"); err == nil {
-			if out, err := quickOutput(p, "--print", "sysroot"); err == nil {
-				real := filepath.Join(strings.TrimSpace(out), "bin", "rustc")
-				if isExecutable(real) {
-					return real
-				}
-			}
-			return p
-		}
-		return ""
-	}
-	p, err := exec.LookPath(prog)
-	if err != nil {
-		return ""
-	}
-	abs, err := filepath.Abs(p)
-	if err != nil {
-		return p
-	}
-	return abs
-}
-
-func isExecutable(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
-}
-
-// reachableByOthers reports whether a user other than the owner can run p
-// (read it, for a jar): every directory on the way must be searchable by
-// others.
-func reachableByOthers(p string) bool {
-	real, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		return false
-	}
-	need := fs.FileMode(0o001)
-	if strings.HasSuffix(real, ".jar") {
-		need = 0o004
-	}
-	fi, err := os.Stat(real)
-	if err != nil || fi.Mode().Perm()&need == 0 {
-		return false
-	}
-	for d := filepath.Dir(real); ; d = filepath.Dir(d) {
-		fi, err := os.Stat(d)
-		if err != nil || fi.Mode().Perm()&0o001 == 0 {
-			return false
-		}
-		if d == "/" || d == "." {
-			return true
-		}
-	}
-}
-
-func quickOutput(prog string, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, prog, args...).CombinedOutput()
-	return string(out), err
-}
-
-// childPath is the PATH of a step: the toolchains' directories, then the
-// system's.
-func childPath(tools map[string]string) string {
-	var dirs []string
-	seen := map[string]bool{}
-	add := func(d string) {
-		if !seen[d] {
-			seen[d] = true
-			dirs = append(dirs, d)
-		}
-	}
-	for _, t := range toolOrder {
-		if p := tools[t.prog]; p != "" {
-			add(filepath.Dir(p))
-		}
-	}
-	for _, d := range []string{"/usr/local/bin", "/usr/bin", "/bin"} {
-		add(d)
-	}
-	return strings.Join(dirs, ":")
-}
-
-// Toolchains reports the programs the local sandbox would use and their
-// versions, for `verl-score doctor`.
-func Toolchains() []Toolchain {
-	var out []Toolchain
-	for _, t := range toolOrder {
-		out = append(out, toolchain(t.lang, t.prog))
-	}
-	return out
-}
-
-// ToolchainsOf are the programs the given languages run with, and their
-// versions: what a run that used them depended on.
-func ToolchainsOf(langs []string) []Toolchain {
-	var out []Toolchain
-	seen := map[string]bool{}
-	for _, name := range langs {
-		spec := lang.Get(name)
-		if spec == nil {
-			continue
-		}
-		for _, prog := range spec.Programs() {
-			if !seen[prog] {
-				seen[prog] = true
-				out = append(out, toolchain(name, prog))
-			}
-		}
-	}
-	return out
-}
-
-// toolchain finds prog and asks it its version.
-func toolchain(lang, prog string) Toolchain {
-	tc := Toolchain{Language: lang, Program: prog, Path: resolveTool(prog)}
-	tc.Found = tc.Path != ""
-	if tc.Found {
-		args := []string{"--version"}
-		switch prog {
-		case "go":
-			args = []string{"version"}
-		case "java", "javac":
-			args = []string{"-version"}
-		}
-		if v, err := quickOutput(tc.Path, args...); err == nil {
-			tc.Version = strings.TrimSpace(strings.SplitN(v, "\n", 2)[0])
-		}
-	}
-	return tc
-}
 
 // Protections reports which containment measures this host allows the
 // local sandbox, for `verl-score doctor`.
@@ -243,29 +29,29 @@ func Protections() []Protection {
 		l.Close()
 	} else {
 		iso = probeIsolation(IsolationAuto)
-		_, rootOnly = findTools(iso.perRunUser)
+		_, rootOnly = toolchain.Find(iso.perRunUser)
 	}
 	if i := strings.Index(notes.String(), "filesystem view of its own per run"); i >= 0 {
 		viewErr = strings.TrimSpace(notes.String()[i:])
 	}
 	var unreachable []string
-	for _, t := range toolOrder {
-		if !rootOnly[t.prog] {
+	for _, prog := range toolchain.Programs() {
+		if !rootOnly[prog] {
 			continue
 		}
-		if t.prog == "rustc" && !iso.contained {
-			if f := openSysroot(resolveTool("rustc")); f != nil {
+		if prog == "rustc" && !iso.contained {
+			if f := openSysroot(toolchain.Resolve("rustc")); f != nil {
 				f.Close() // reached through an open directory instead
 				continue
 			}
 		}
-		unreachable = append(unreachable, t.prog)
+		unreachable = append(unreachable, prog)
 	}
 	ps := []Protection{
 		{Name: "fresh directory per run", Available: true, Detail: "created for each step, removed afterwards"},
 		{Name: "scrubbed environment", Available: true, Detail: "only PATH, HOME, TMPDIR, LANG and toolchain settings"},
 		{Name: "process group", Available: true, Detail: "the whole group is killed on timeout and after exit"},
-		{Name: "resource limits", Available: isExecutable(wrapperShell),
+		{Name: "resource limits", Available: toolchain.IsExecutable(wrapperShell),
 			Detail: "address space (memory_limit_MB; heap flags for JVM and Node.js), CPU time, file size, open files, via " + wrapperShell},
 		{Name: "per-run user", Available: iso.perRunUser,
 			Detail: pick(iso.perRunUser, "each step runs as a user of its own: fork bombs are bounded, leftover processes and files are removed",
@@ -300,18 +86,6 @@ func pick(c bool, a, b string) string {
 	return b
 }
 
-// Identity names this machine's embedded sandbox for a result cache: the
-// isolation asked for and every toolchain with its version, so that an
-// answer kept under one toolchain is not reused under another.
-func Identity(isolation string) string {
-	var b strings.Builder
-	b.WriteString("embedded sandbox, isolation " + isolation)
-	for _, t := range Toolchains() {
-		fmt.Fprintf(&b, "\n%s %s %s", t.Program, t.Path, t.Version)
-	}
-	return b.String()
-}
-
 // FastPaths reports which fast path each language takes here, for
 // `verl-score doctor`: it starts a sandbox and runs a Python program
 // through it, and waits for the precompiled C++ header and javac's archive
@@ -337,13 +111,13 @@ func FastPaths() []Protection {
 		out = append(out, Protection{Name: "python: fork server", Available: using, Detail: detail})
 	}
 	if l.tools["g++"] != "" {
-		l.waitPCH(ctx)
-		using, detail := l.PCHState()
+		l.caches.WaitPCH(ctx)
+		using, detail := l.caches.PCHState()
 		out = append(out, Protection{Name: "cpp: precompiled header", Available: using, Detail: detail})
 	}
 	if l.tools["javac"] != "" {
-		l.waitJavacArchive(ctx)
-		using, detail := l.JavacArchiveState()
+		l.caches.WaitJavacArchive(ctx)
+		using, detail := l.caches.JavacArchiveState()
 		out = append(out, Protection{Name: "java: javac class-data archive", Available: using, Detail: detail})
 	}
 	return out
@@ -362,7 +136,7 @@ func respSummary(resp *sandboxclient.Response, err error) string {
 // Languages reports, for every language verl may send, whether this
 // machine's embedded sandbox runs it and, where not, what it would need.
 func Languages() []Protection {
-	tools, _ := findTools(false)
+	tools, _ := toolchain.Find(false)
 	var out []Protection
 	for _, spec := range lang.All() {
 		p := Protection{Name: spec.Name}

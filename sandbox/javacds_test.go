@@ -1,3 +1,5 @@
+//go:build linux
+
 package sandbox
 
 import (
@@ -8,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/verl-score/verl-score/sandbox/toolchain"
 	"github.com/verl-score/verl-score/sandboxclient"
 )
 
@@ -18,25 +21,25 @@ func TestJavacArchiveSameResults(t *testing.T) {
 	fast := newLocal(t, Options{Concurrency: 2})
 	plain := newLocal(t, Options{Concurrency: 2, NoFastPaths: true})
 	needTools(t, fast, "java")
-	fast.waitJavacArchive(context.Background())
-	using, why := fast.JavacArchiveState()
+	fast.caches.WaitJavacArchive(context.Background())
+	using, why := fast.caches.JavacArchiveState()
 	if !using {
 		t.Fatalf("no javac archive: %s", why)
 	}
-	dir := fast.javacArchive()
-	if out, err := exec.Command(fast.tools["java"], "-Xshare:on", "-XX:SharedArchiveFile="+filepath.Join(dir, javacArchiveName),
+	dir := fast.caches.JavacArchive()
+	if out, err := exec.Command(fast.tools["java"], "-Xshare:on", "-XX:SharedArchiveFile="+filepath.Join(dir, toolchain.JavacArchiveName),
 		"-XX:+UseSerialGC", "-version").CombinedOutput(); err != nil {
 		t.Fatalf("the archive does not map: %v: %s", err, out)
 	}
 	if _, err := plain.Run(context.Background(), &sandboxclient.Request{Language: "python", Code: "pass", RunTimeout: 5}); err != nil {
 		t.Fatal(err)
 	}
-	if using, _ := plain.JavacArchiveState(); using {
+	if using, _ := plain.caches.JavacArchiveState(); using {
 		t.Errorf("a sandbox without fast paths uses the archive")
 	}
 	in := "3 4 1 7\n"
 	programs := map[string]string{
-		"sample":  javacArchiveSample,
+		"sample":  toolchain.JavacArchiveSample,
 		"scanner": "import java.util.*;\npublic class Main { public static void main(String[] a) { Scanner s = new Scanner(System.in); int n = s.nextInt(); long t = 0; for (int i = 0; i < n; i++) t += s.nextLong(); System.out.println(t); } }\n",
 		"assert":  "public class Main { public static void main(String[] a) { assert 1 > 2 : \"no\"; System.out.println(\"unreached\"); } }\n",
 		"error":   "public class Main { public static void main(String[] a) { undefinedName(); } }\n",
@@ -91,10 +94,10 @@ func TestJavacArchiveRemoved(t *testing.T) {
 	l := newLocal(t, Options{Concurrency: 1})
 	needTools(t, l, "java")
 	ctx := context.Background()
-	l.waitJavacArchive(ctx)
-	dir := l.javacArchive()
+	l.caches.WaitJavacArchive(ctx)
+	dir := l.caches.JavacArchive()
 	if dir == "" {
-		_, why := l.JavacArchiveState()
+		_, why := l.caches.JavacArchiveState()
 		t.Fatalf("no javac archive: %s", why)
 	}
 	if err := os.RemoveAll(dir); err != nil {
@@ -106,11 +109,11 @@ func TestJavacArchiveRemoved(t *testing.T) {
 	if err != nil || resp.Status != sandboxclient.StatusSuccess || resp.RunResult.Stdout != "7\n" {
 		t.Fatalf("after the archive was removed: %s", respText(resp, err))
 	}
-	l.waitJavacArchive(ctx)
-	if again := l.javacArchive(); again == "" {
-		_, why := l.JavacArchiveState()
+	l.caches.WaitJavacArchive(ctx)
+	if again := l.caches.JavacArchive(); again == "" {
+		_, why := l.caches.JavacArchiveState()
 		t.Errorf("the archive was not built again: %s", why)
-	} else if _, err := os.Stat(filepath.Join(again, javacArchiveName)); err != nil {
+	} else if _, err := os.Stat(filepath.Join(again, toolchain.JavacArchiveName)); err != nil {
 		t.Error(err)
 	}
 }

@@ -1,8 +1,8 @@
+//go:build linux
+
 package sandbox
 
 import (
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/verl-score/verl-score/sandbox/lang"
@@ -66,25 +66,3 @@ func compileLimits(memMB int, timeout time.Duration) limits {
 	}
 	return limits{dataMB: data, cpuSec: cpuSeconds(timeout), nproc: runNproc, fsizeMB: 512, nofile: runNofile}
 }
-
-// nodeRuntimeDirs are where the runtime is looked for, after
-// $VERL_SCORE_NODE_RUNTIME.
-var nodeRuntimeDirs = []string{"/usr/local/lib/verl-score/node"}
-
-func findNodeRuntime() string {
-	dirs := nodeRuntimeDirs
-	if d := os.Getenv("VERL_SCORE_NODE_RUNTIME"); d != "" {
-		dirs = []string{d}
-	}
-	for _, d := range dirs {
-		if fi, err := os.Stat(filepath.Join(d, "node_modules")); err == nil && fi.IsDir() {
-			if abs, err := filepath.Abs(d); err == nil {
-				return abs
-			}
-		}
-	}
-	return ""
-}
-
-// junitConsoleJar is where Debian's junit5 puts JUnit 5's console launcher.
-const junitConsoleJar = "/usr/share/java/junit-platform-console-standalone.jar"

@@ -1,12 +1,5 @@
-// Package sandbox runs untrusted programs on this machine and answers as a
-// SandboxFusion server would: compile, then run, with the same statuses and
-// return codes, so that a local run and a remote run give the same verdicts.
-//
-// Each step runs in a fresh directory, with a scrubbed environment, in its
-// own process group, under resource limits set by a small /bin/sh wrapper
-// (ulimit, then exec), without network where the kernel allows a new network
-// namespace, and, when running as root, as a user of its own so that a fork
-// bomb is bounded and every process it left behind can be found and killed.
+//go:build linux
+
 package sandbox
 
 import (
@@ -16,7 +9,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -34,89 +26,10 @@ import (
 	"github.com/verl-score/verl-score/sandbox/cgroup"
 	"github.com/verl-score/verl-score/sandbox/lang"
 	"github.com/verl-score/verl-score/sandbox/nsinit"
+	"github.com/verl-score/verl-score/sandbox/toolchain"
 	"github.com/verl-score/verl-score/sandboxclient"
 	"golang.org/x/sync/singleflight"
 )
-
-// ErrUnsupportedLanguage is wrapped by Run's error for a language that a
-// SandboxFusion server would reject outright (HTTP 422).
-var ErrUnsupportedLanguage = errors.New("unsupported language")
-
-// IsolationMode chooses how much containment Local tries to set up.
-type IsolationMode int
-
-const (
-	// IsolationAuto uses every protection the host allows and warns once
-	// about the ones it cannot have.
-	IsolationAuto IsolationMode = iota
-	// IsolationNone turns off the namespace and user protections (resource
-	// limits, process groups and output caps stay).
-	IsolationNone
-	// IsolationBasic keeps the per-run user and the network namespace but
-	// gives runs no filesystem view, PID or IPC namespace of their own:
-	// they see the host's world-readable files and processes. It exists
-	// to measure what the view costs, and for hosts whose toolchains do
-	// not work inside one.
-	IsolationBasic
-)
-
-// ParseIsolation reads an isolation mode by name: "auto", "basic" or "none".
-func ParseIsolation(name string) (IsolationMode, error) {
-	switch name {
-	case "auto":
-		return IsolationAuto, nil
-	case "basic":
-		return IsolationBasic, nil
-	case "none":
-		return IsolationNone, nil
-	}
-	return 0, fmt.Errorf("isolation must be auto, basic or none, got %q", name)
-}
-
-// DefaultMaxOutputBytes is how much of each of stdout and stderr a run keeps.
-const DefaultMaxOutputBytes = 1 << 20
-
-// Options configure a Local sandbox. The zero value is usable.
-type Options struct {
-	Concurrency    int           // steps running at once; default runtime.NumCPU()
-	TempDir        string        // parent of the sandbox's directories; default os.TempDir()
-	MaxOutputBytes int           // bytes kept per stream; more is read and discarded; default 1 MiB
-	Isolation      IsolationMode // IsolationAuto (default) or IsolationNone
-	Warn           io.Writer     // where the one-time notes about missing protections go; default os.Stderr
-	// NoFastPaths turns off what makes runs faster without changing their
-	// results: Python runs forked from a pre-started interpreter
-	// (forkserver.go), C++ compiled against a precompiled bits/stdc++.h
-	// (pch.go) and javac started from a class-data archive (javacds.go).
-	// Every run then starts and compiles plainly.
-	NoFastPaths bool
-	// PythonPrelude is import statements that many Python programs begin
-	// with (testcases.DriverHead). A program whose text begins with it is
-	// forked from a server that has run it already (forkserver.go), so
-	// that the modules are imported once, not by every run.
-	PythonPrelude string
-	// RubyStackMB, when positive, is the stack limit of Ruby runs in
-	// place of the memory limit SandboxFusion gives it, under which Ruby
-	// cannot start (every Ruby program segfaults there, and verl scores it
-	// 0). Verdicts then differ from verl's.
-	RubyStackMB int
-}
-
-// Stats counts what a Local has done.
-type Stats struct {
-	Runs             int64 // requests answered by Run
-	Compiles         int64 // compilations actually performed
-	CompileCacheHits int64 // compilations answered from the cache
-	ForkedRuns       int64 // Python runs the fork server started
-	// ForkedFaults is the minor page faults of those runs' programs: most
-	// of a forked run's cost is pages it copies from the server.
-	ForkedFaults int64
-	PreludeRuns  int64 // forked runs whose server had run the PythonPrelude
-	// StarveGrants counts the times a step at its limit was given back the
-	// time it waited for a CPU, and StarvedReruns the requests run again
-	// because a step was starved past that (starve.go).
-	StarveGrants  int64
-	StarvedReruns int64
-}
 
 // Local is a sandbox on this machine. It implements sandboxclient.Client and
 // is safe for concurrent use.
@@ -145,9 +58,7 @@ type Local struct {
 	cgroupNote                  string
 	view                        *view // what contained steps see
 	forks                       forkServers
-	pch                         builtOnce // the precompiled C++ header (pch.go)
-	jsa                         builtOnce // javac's class-data archive (javacds.go)
-	goMods                      goModules
+	caches                      *toolchain.Caches // the fast paths' built-once files
 	runSeq                      atomic.Int64
 	runs, compiles, compileHits atomic.Int64
 	forked                      atomic.Int64
@@ -212,7 +123,7 @@ func New(opts Options) (*Local, error) {
 		builds:   map[string]*build{},
 		warnOnce: map[string]*sync.Once{},
 		now:      time.Now,
-		goCache:  goCacheDir(opts.TempDir),
+		goCache:  toolchain.GoCacheDir(opts.TempDir),
 	}
 	for _, d := range []string{"builds", "runs", "view"} {
 		if err := os.Mkdir(filepath.Join(root, d), 0o711); err != nil {
@@ -222,7 +133,7 @@ func New(opts Options) (*Local, error) {
 	}
 	l.iso = probeIsolation(opts.Isolation)
 	l.setUpCgroups()
-	l.tools, l.rootOnly = findTools(l.iso.perRunUser)
+	l.tools, l.rootOnly = toolchain.Find(l.iso.perRunUser)
 	if l.iso.contained {
 		if err := l.setUpView(); err != nil {
 			l.iso.contained = false
@@ -238,7 +149,16 @@ func New(opts Options) (*Local, error) {
 			delete(l.rootOnly, "rustc")
 		}
 	}
-	l.pathEnv = childPath(l.tools)
+	l.pathEnv = toolchain.ChildPath(l.tools)
+	l.caches = &toolchain.Caches{Tools: l.tools, GoCache: l.goCache, Off: opts.NoFastPaths, Warn: l.warn}
+	if !l.iso.contained && l.iso.perRunUser {
+		l.caches.Unreachable = func(p string) string {
+			if toolchain.ReachableByOthers(p) {
+				return ""
+			}
+			return "is not reachable by the per-run users without the filesystem view"
+		}
+	}
 	for _, note := range l.iso.notes {
 		fmt.Fprintf(opts.Warn, "verl-score sandbox: %s\n", note)
 	}
@@ -301,20 +221,6 @@ func (l *Local) setUpView() error {
 		return fmt.Errorf("a probe step failed: %s", strings.TrimSpace(res.Stderr))
 	}
 	return nil
-}
-
-// goCacheDir is the Go build cache of the sandbox's compiles. It is shared
-// by every Local and outlives them, like the go command's own cache, so that
-// the standard library is compiled once per machine, not once per process.
-// Only root-run or same-user go commands write it.
-func goCacheDir(tempDir string) string {
-	if d, err := os.UserCacheDir(); err == nil {
-		p := filepath.Join(d, "verl-score", "go-build")
-		if os.MkdirAll(p, 0o700) == nil {
-			return p
-		}
-	}
-	return filepath.Join(tempDir, fmt.Sprintf("verl-score-go-build-%d", os.Getuid()))
 }
 
 // Stats returns the counters so far.
@@ -594,21 +500,21 @@ func (l *Local) doCompile(ctx context.Context, spec *lang.Language, req *sandbox
 	}
 	st.argv = spec.Compile(l.host(), lang.Args{Dir: st.dir, MemMB: req.MemoryLimitMB, Code: req.Code, Files: slices.Sorted(maps.Keys(files))})
 	if spec.Name == "cpp" {
-		if inc := l.waitPCH(ctx); inc != "" {
+		if inc := l.caches.WaitPCH(ctx); inc != "" {
 			if l.iso.contained {
-				st.view.binds = append(st.view.binds, viewBind{source: inc, target: pchViewDir})
-				inc = pchViewDir
+				st.view.binds = append(st.view.binds, viewBind{source: inc, target: toolchain.PCHViewDir})
+				inc = toolchain.PCHViewDir
 			}
 			st.argv = append([]string{st.argv[0], "-I" + inc}, st.argv[1:]...)
 		}
 	}
 	if spec.Name == "java" {
-		if dir := l.waitJavacArchive(ctx); dir != "" {
+		if dir := l.caches.WaitJavacArchive(ctx); dir != "" {
 			if l.iso.contained {
-				st.view.binds = append(st.view.binds, viewBind{source: dir, target: javacArchiveViewDir})
-				dir = javacArchiveViewDir
+				st.view.binds = append(st.view.binds, viewBind{source: dir, target: toolchain.JavacArchiveViewDir})
+				dir = toolchain.JavacArchiveViewDir
 			}
-			st.argv = append([]string{st.argv[0], "-J-XX:SharedArchiveFile=" + filepath.Join(dir, javacArchiveName)}, st.argv[1:]...)
+			st.argv = append([]string{st.argv[0], "-J-XX:SharedArchiveFile=" + filepath.Join(dir, toolchain.JavacArchiveName)}, st.argv[1:]...)
 		}
 	}
 	st.env = l.env(st.dir, spec.Env)
@@ -688,7 +594,7 @@ func (l *Local) warmGoCache(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if l.goModCache() != "" {
+	if l.caches.GoModCache() != "" {
 		if err := os.WriteFile(filepath.Join(dir, "testify_test.go"), []byte(warmGoCacheTestify), 0o644); err != nil {
 			return err
 		}
@@ -996,7 +902,29 @@ func (h *langHost) Dir(name string) string {
 	case lang.DirGoCache:
 		return h.goCache
 	case lang.DirGoModCache:
-		return (*Local)(h).goModCache()
+		return h.caches.GoModCache()
 	}
 	return ""
+}
+
+// goBuildDir readies dir for a go build: goruntime's go.mod and go.sum
+// where modules are used. It returns what a contained build binds: the
+// build cache, writable (go runs as root and runs no user code), and the
+// module cache, read-only.
+func (l *Local) goBuildDir(dir string) ([]viewBind, error) {
+	binds := []viewBind{{source: l.goCache, target: l.goCache, flags: nsinit.BindWritable}}
+	mc := l.caches.GoModCache()
+	if mc == "" {
+		return binds, nil
+	}
+	// A request's own go.mod or go.sum wins, as in SandboxFusion.
+	for name, data := range toolchain.GoRuntimeFiles() {
+		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return nil, fmt.Errorf("write %s: %w", name, err)
+		}
+	}
+	return append(binds, viewBind{source: mc, target: mc}), nil
 }

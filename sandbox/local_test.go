@@ -1,3 +1,5 @@
+//go:build linux
+
 package sandbox
 
 import (
@@ -16,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/verl-score/verl-score/sandbox/lang"
+	"github.com/verl-score/verl-score/sandbox/toolchain"
 	"github.com/verl-score/verl-score/sandboxclient"
 )
 
@@ -325,8 +328,8 @@ func TestCompileTimeoutNotCached(t *testing.T) {
 }
 
 func TestDoctor(t *testing.T) {
-	tcs := Toolchains()
-	found := map[string]Toolchain{}
+	tcs := toolchain.Toolchains()
+	found := map[string]toolchain.Toolchain{}
 	for _, tc := range tcs {
 		found[tc.Program] = tc
 	}

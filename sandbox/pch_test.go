@@ -1,3 +1,5 @@
+//go:build linux
+
 package sandbox
 
 import (
@@ -17,8 +19,8 @@ func TestPCHSameResults(t *testing.T) {
 	fast := newLocal(t, Options{Concurrency: 2})
 	plain := newLocal(t, Options{Concurrency: 2, NoFastPaths: true})
 	needTools(t, fast, "cpp")
-	fast.waitPCH(context.Background())
-	if using, why := fast.PCHState(); !using {
+	fast.caches.WaitPCH(context.Background())
+	if using, why := fast.caches.PCHState(); !using {
 		t.Skipf("no precompiled header: %s", why)
 	}
 	in := "3\n1 2 3\n"

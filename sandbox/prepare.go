@@ -1,3 +1,5 @@
+//go:build linux
+
 package sandbox
 
 import (
@@ -29,19 +31,19 @@ func (l *Local) Prepare(ctx context.Context) []Protection {
 	}
 	if l.tools["g++"] != "" {
 		timed("cpp: precompiled header", func() (bool, string) {
-			l.waitPCH(ctx)
-			return l.PCHState()
+			l.caches.WaitPCH(ctx)
+			return l.caches.PCHState()
 		})
 	}
 	if l.tools["javac"] != "" {
 		timed("java: javac class-data archive", func() (bool, string) {
-			l.waitJavacArchive(ctx)
-			return l.JavacArchiveState()
+			l.caches.WaitJavacArchive(ctx)
+			return l.caches.JavacArchiveState()
 		})
 	}
 	if l.tools["go"] != "" {
 		timed("go, go_test: module cache (testify)", func() (bool, string) {
-			if mc := l.goModCache(); mc != "" {
+			if mc := l.caches.GoModCache(); mc != "" {
 				return true, "in " + mc
 			}
 			return false, "not filled: go and go_test build without modules (testify cannot be imported)"

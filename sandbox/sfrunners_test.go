@@ -1,3 +1,5 @@
+//go:build linux
+
 package sandbox
 
 import (
@@ -12,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/verl-score/verl-score/sandbox/lang"
+	"github.com/verl-score/verl-score/sandbox/toolchain"
 	"github.com/verl-score/verl-score/sandboxclient"
 	"github.com/verl-score/verl-score/server"
 )
@@ -291,7 +294,7 @@ func TestDoctorListsEveryVerlLanguage(t *testing.T) {
 	if len(rows) != len(sandboxclient.SupportedLanguages) {
 		t.Fatalf("%d rows for %d languages", len(rows), len(sandboxclient.SupportedLanguages))
 	}
-	tools, _ := findTools(false)
+	tools, _ := toolchain.Find(false)
 	for i, r := range rows {
 		if r.Name != sandboxclient.SupportedLanguages[i] {
 			t.Errorf("row %d is %s, want %s", i, r.Name, sandboxclient.SupportedLanguages[i])

@@ -1,4 +1,4 @@
-//go:build slowlangs
+//go:build slowlangs && linux
 
 // The tests of the languages with large or slow toolchains; .ci/run runs
 // them with -tags slowlangs after the README's test command.

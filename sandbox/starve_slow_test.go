@@ -1,4 +1,4 @@
-//go:build slowlangs
+//go:build slowlangs && linux
 
 // The starvation test loads the machine with busy loops for a while, so it
 // runs in .ci/run's slow step, alone, not beside the other packages' tests.

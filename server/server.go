@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/verl-score/verl-score/sandboxclient"
@@ -63,11 +62,7 @@ type Options struct {
 // sixteenth of this machine's memory, between 64 MiB and 4 GiB. A typical
 // verl request is a few KiB, so this holds hundreds of thousands.
 func DefaultMaxQueueBytes() int64 {
-	var si syscall.Sysinfo_t
-	total := int64(1) << 30
-	if syscall.Sysinfo(&si) == nil {
-		total = int64(si.Totalram) * int64(si.Unit)
-	}
+	total := totalMemory()
 	// Whole MiB, so that help and logs show a round figure.
 	return min(max(total/16, 64<<20), 4<<30) &^ (1<<20 - 1)
 }

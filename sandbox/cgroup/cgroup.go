@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package cgroup gives each sandbox run a control group of its own: an
 // equal CPU weight beside the other runs (a program of many threads gets
 // one run's share, with no hard cap), a bound on the memory of all its

@@ -1,4 +1,4 @@
-package sandbox
+package toolchain
 
 import (
 	"context"
@@ -23,37 +23,31 @@ import (
 // once per machine and compiler (by the user running verl-score: it reads
 // only the system's header) and kept beside the Go build cache.
 
-// pchViewDir is where compiles see the header's directory in their view.
-const pchViewDir = "/pch"
+// PCHViewDir is where compiles see the header's directory in their view.
+const PCHViewDir = "/pch"
 
-// cppPCH returns the include directory with the precompiled header, or ""
+// PCH returns the include directory with the precompiled header, or ""
 // while it is being built (in the background, on first use) or where it
 // cannot be.
-func (l *Local) cppPCH() string {
-	return l.cachedFile(&l.pch, "g++", filepath.Join("bits", "stdc++.h.gch"), "plain compiles", "precompiled bits/stdc++.h", func() (string, error) {
-		return buildPCH(l.tools["g++"], pchCacheDir(l.opts.TempDir))
+func (c *Caches) PCH() string {
+	return c.cachedFile(&c.pch, "g++", filepath.Join("bits", "stdc++.h.gch"), "plain compiles", "precompiled bits/stdc++.h", func() (string, error) {
+		return buildPCH(c.Tools["g++"], filepath.Join(filepath.Dir(c.GoCache), "pch"))
 	})
 }
 
-// waitPCH waits until the precompiled header is built or has failed and
+// WaitPCH waits until the precompiled header is built or has failed and
 // returns its directory, "" where there is none. Compiles call it before
 // their time starts, so that a header being built costs them no verdict.
-func (l *Local) waitPCH(ctx context.Context) string {
-	l.cppPCH()
-	l.pch.wait(ctx)
-	return l.cppPCH()
+func (c *Caches) WaitPCH(ctx context.Context) string {
+	c.PCH()
+	c.pch.wait(ctx)
+	return c.PCH()
 }
 
 // PCHState says how C++ compiles here: with the precompiled header, or why
 // not.
-func (l *Local) PCHState() (using bool, detail string) {
-	return l.cachedFileState(&l.pch, "g++")
-}
-
-// pchCacheDir is the parent of the precompiled headers, beside the Go
-// build cache.
-func pchCacheDir(tempDir string) string {
-	return filepath.Join(filepath.Dir(goCacheDir(tempDir)), "pch")
+func (c *Caches) PCHState() (using bool, detail string) {
+	return c.cachedFileState(&c.pch, "g++")
 }
 
 // buildPCH returns the directory of the precompiled header for gxx,

@@ -1,4 +1,4 @@
-package sandbox
+package toolchain
 
 import (
 	"context"
@@ -10,8 +10,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/verl-score/verl-score/sandbox/nsinit"
 )
 
 // SandboxFusion builds go and go_test programs beside its own go.mod, so
@@ -39,14 +37,14 @@ type goModules struct {
 	cache string // the module cache, once it holds goRuntimeModules
 }
 
-// goModCache returns the module cache go builds use, filling it on first
+// GoModCache returns the module cache go builds use, filling it on first
 // use; "" where it cannot be filled (builds then run without modules).
-func (l *Local) goModCache() string {
-	m := &l.goMods
+func (c *Caches) GoModCache() string {
+	m := &c.goMods
 	m.once.Do(func() {
-		dir := filepath.Join(filepath.Dir(l.goCache), "go-mod")
-		if err := fillGoModCache(l.tools["go"], dir); err != nil {
-			l.warn("go-modules", "go and go_test build without modules (testify cannot be imported): "+err.Error())
+		dir := filepath.Join(filepath.Dir(c.GoCache), "go-mod")
+		if err := fillGoModCache(c.Tools["go"], dir); err != nil {
+			c.Warn("go-modules", "go and go_test build without modules (testify cannot be imported): "+err.Error())
 			return
 		}
 		m.cache = dir
@@ -54,26 +52,10 @@ func (l *Local) goModCache() string {
 	return m.cache
 }
 
-// goBuildDir readies dir for a go build: goruntime's go.mod and go.sum
-// where modules are used. It returns what a contained build binds: the
-// build cache, writable (go runs as root and runs no user code), and the
-// module cache, read-only.
-func (l *Local) goBuildDir(dir string) ([]viewBind, error) {
-	binds := []viewBind{{source: l.goCache, target: l.goCache, flags: nsinit.BindWritable}}
-	mc := l.goModCache()
-	if mc == "" {
-		return binds, nil
-	}
-	// A request's own go.mod or go.sum wins, as in SandboxFusion.
-	for name, data := range map[string][]byte{"go.mod": goRuntimeMod, "go.sum": goRuntimeSum} {
-		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
-			continue
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			return nil, fmt.Errorf("write %s: %w", name, err)
-		}
-	}
-	return append(binds, viewBind{source: mc, target: mc}), nil
+// GoRuntimeFiles are goruntime's go.mod and go.sum, which a go build gets
+// where modules are used (a request's own win, as in SandboxFusion).
+func GoRuntimeFiles() map[string][]byte {
+	return map[string][]byte{"go.mod": goRuntimeMod, "go.sum": goRuntimeSum}
 }
 
 func hasGoModules(dir string) bool {

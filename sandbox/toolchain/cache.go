@@ -1,4 +1,4 @@
-package sandbox
+package toolchain
 
 import (
 	"context"
@@ -106,13 +106,28 @@ func buildInCache(cache, name, want string, build func(tmp string) error) (strin
 	return dir, nil
 }
 
+// Caches are the files the fast paths need, each built once per machine
+// in the background on first use: the precompiled C++ header, javac's
+// class-data archive, the Go module cache.
+type Caches struct {
+	Tools   map[string]string // program -> absolute path ("" if missing)
+	GoCache string            // the Go build cache; the others lie beside it
+	Off     bool              // fast paths turned off: every state says so
+	// Unreachable, if set, says why the runs cannot reach a built file
+	// (the per-run users without the filesystem view); "" if they can.
+	Unreachable func(path string) string
+	Warn        func(key, msg string)
+
+	pch, jsa builtOnce
+	goMods   goModules
+}
+
 // cachedFile is b's directory for a fast path of tool's: "" where fast
 // paths are off, tool is missing, or while it is being built. want is the
 // file the steps use, plain how they go without it and what its name,
-// both for doctor. Without the filesystem view the per-run users must be
-// able to reach it.
-func (l *Local) cachedFile(b *builtOnce, tool, want, plain, what string, build func() (string, error)) string {
-	if l.opts.NoFastPaths || l.tools[tool] == "" {
+// both for doctor.
+func (c *Caches) cachedFile(b *builtOnce, tool, want, plain, what string, build func() (string, error)) string {
+	if c.Off || c.Tools[tool] == "" {
 		return ""
 	}
 	return b.get(want, func() (string, string, error) {
@@ -120,19 +135,21 @@ func (l *Local) cachedFile(b *builtOnce, tool, want, plain, what string, build f
 		if err != nil {
 			return "", "", fmt.Errorf("%s: %v", plain, err)
 		}
-		if !l.iso.contained && l.iso.perRunUser && !reachableByOthers(filepath.Join(dir, want)) {
-			return "", "", fmt.Errorf("%s: %s is not reachable by the per-run users without the filesystem view", plain, dir)
+		if c.Unreachable != nil {
+			if why := c.Unreachable(filepath.Join(dir, want)); why != "" {
+				return "", "", fmt.Errorf("%s: %s %s", plain, dir, why)
+			}
 		}
 		return dir, what + " in " + dir, nil
 	})
 }
 
 // cachedFileState says whether steps use b, or why not.
-func (l *Local) cachedFileState(b *builtOnce, tool string) (using bool, detail string) {
+func (c *Caches) cachedFileState(b *builtOnce, tool string) (using bool, detail string) {
 	switch {
-	case l.opts.NoFastPaths:
+	case c.Off:
 		return false, "turned off"
-	case l.tools[tool] == "":
+	case c.Tools[tool] == "":
 		return false, "no " + tool
 	}
 	return b.state()

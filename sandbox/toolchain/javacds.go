@@ -1,4 +1,4 @@
-package sandbox
+package toolchain
 
 import (
 	"context"
@@ -25,16 +25,16 @@ import (
 // that cannot use it (another JDK, a damaged file) ignores it silently
 // and loads the classes itself.
 
-// javacArchiveViewDir is where compiles see the archive's directory.
-const javacArchiveViewDir = "/jsa"
+// JavacArchiveViewDir is where compiles see the archive's directory.
+const JavacArchiveViewDir = "/jsa"
 
-// javacArchiveName is the archive's file name in its directory.
-const javacArchiveName = "javac.jsa"
+// JavacArchiveName is the archive's file name in its directory.
+const JavacArchiveName = "javac.jsa"
 
-// javacArchiveSample is what the archive is dumped from: a solution that
+// JavacArchiveSample is what the archive is dumped from: a solution that
 // uses what solutions usually do, so that javac loads the classes it
 // loads for them.
-const javacArchiveSample = `import java.io.*;
+const JavacArchiveSample = `import java.io.*;
 import java.util.*;
 import java.util.function.*;
 import java.util.stream.*;
@@ -77,27 +77,27 @@ public class Main {
 }
 `
 
-// javacArchive returns the directory holding javac's archive, or "" while
+// JavacArchive returns the directory holding javac's archive, or "" while
 // it is being built (in the background, on first use) or where it cannot
 // be.
-func (l *Local) javacArchive() string {
-	return l.cachedFile(&l.jsa, "javac", javacArchiveName, "plain javac starts", "javac's classes from a class-data archive", func() (string, error) {
-		return buildJavacArchive(l.tools["javac"], filepath.Join(filepath.Dir(goCacheDir(l.opts.TempDir)), "jsa"))
+func (c *Caches) JavacArchive() string {
+	return c.cachedFile(&c.jsa, "javac", JavacArchiveName, "plain javac starts", "javac's classes from a class-data archive", func() (string, error) {
+		return buildJavacArchive(c.Tools["javac"], filepath.Join(filepath.Dir(c.GoCache), "jsa"))
 	})
 }
 
 // JavacArchiveState says how javac starts here: from its archive, or why
 // not.
-func (l *Local) JavacArchiveState() (using bool, detail string) {
-	return l.cachedFileState(&l.jsa, "javac")
+func (c *Caches) JavacArchiveState() (using bool, detail string) {
+	return c.cachedFileState(&c.jsa, "javac")
 }
 
-// waitJavacArchive waits until the archive is built or has failed and
-// returns its directory, as waitPCH.
-func (l *Local) waitJavacArchive(ctx context.Context) string {
-	l.javacArchive()
-	l.jsa.wait(ctx)
-	return l.javacArchive()
+// WaitJavacArchive waits until the archive is built or has failed and
+// returns its directory, as WaitPCH.
+func (c *Caches) WaitJavacArchive(ctx context.Context) string {
+	c.JavacArchive()
+	c.jsa.wait(ctx)
+	return c.JavacArchive()
 }
 
 // buildJavacArchive returns the directory of javac's archive, dumping it
@@ -117,18 +117,18 @@ func buildJavacArchive(javac, cache string) (string, error) {
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%d\x00%s\x00%s", javac, real, fi.ModTime(), fi.Size(), version, strings.Join(lang.JavacJVMFlags, " "))
-	h.Write([]byte(javacArchiveSample))
-	return buildInCache(cache, hex.EncodeToString(h.Sum(nil))[:20], javacArchiveName, func(tmp string) error {
+	h.Write([]byte(JavacArchiveSample))
+	return buildInCache(cache, hex.EncodeToString(h.Sum(nil))[:20], JavacArchiveName, func(tmp string) error {
 		src := filepath.Join(tmp, "src")
 		if err := os.Mkdir(src, 0o755); err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(src, "Main.java"), []byte(javacArchiveSample), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(src, "Main.java"), []byte(JavacArchiveSample), 0o644); err != nil {
 			return err
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		archive := filepath.Join(tmp, javacArchiveName)
+		archive := filepath.Join(tmp, JavacArchiveName)
 		args := append(append([]string{"-J-XX:ArchiveClassesAtExit=" + archive}, lang.JavacJVMFlags...), "-encoding", "UTF-8", "-d", src, filepath.Join(src, "Main.java"))
 		out, err := exec.CommandContext(ctx, javac, args...).CombinedOutput()
 		if err != nil {
