@@ -161,4 +161,3 @@ func uvarint(b []byte) (uint64, []byte, bool) {
 	}
 	return 0, nil, false
 }
-
