@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verl-score/verl-score/sandbox/jail"
 	"github.com/verl-score/verl-score/sandboxclient"
 )
 
@@ -52,7 +54,7 @@ func stepProcesses(t testing.TB) []int {
 			continue
 		}
 		var st syscall.Stat_t
-		if syscall.Stat("/proc/"+n, &st) == nil && st.Uid >= base && st.Uid < base+uidSlots && !isZombie(n) {
+		if syscall.Stat("/proc/"+n, &st) == nil && st.Uid >= base && st.Uid < base+jail.UIDSlots && !isZombie(n) {
 			pids = append(pids, pid)
 		}
 	}
@@ -66,7 +68,7 @@ func alive(pid int) bool {
 
 func needPerRunUser(t *testing.T, l *Local) {
 	t.Helper()
-	if !l.iso.perRunUser {
+	if !l.j.Iso.PerRunUser {
 		t.Skip("needs root for per-run users")
 	}
 }
@@ -121,7 +123,7 @@ func TestInfiniteLoopLeavesNothing(t *testing.T) {
 	if resp.RunResult.Status != sandboxclient.StepTimeLimitExceeded || resp.RunResult.ReturnCode != nil {
 		t.Fatalf("got %s, want TimeLimitExceeded with no return code", respText(resp, nil))
 	}
-	if l.iso.perRunUser {
+	if l.j.Iso.PerRunUser {
 		if left := stepProcesses(t); len(left) > 0 {
 			t.Errorf("got step processes %v after the run, want none", left)
 		}
@@ -216,7 +218,7 @@ func TestOrphansAreKilled(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if c.needUser && !l.iso.contained {
+			if c.needUser && !l.j.Iso.Contained {
 				needPerRunUser(t, l)
 			}
 			// sleep adds up its arguments: the mark is one more duration.
@@ -237,7 +239,7 @@ func TestOrphansAreKilled(t *testing.T) {
 
 func TestNoNetwork(t *testing.T) {
 	l := sharedSandbox(t)
-	if !l.iso.netns {
+	if !l.j.Iso.NetNS {
 		t.Skip("no network namespace on this host")
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -374,3 +376,14 @@ func TestCompilersCannotReadHostFiles(t *testing.T) {
 		})
 	}
 }
+
+// isZombie reports whether /proc/pid is gone or a zombie.
+func isZombie(pid string) bool {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z' || b[i+2] == 'X'
+}
+

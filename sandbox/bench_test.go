@@ -112,7 +112,7 @@ func BenchmarkCppCompileOnce(b *testing.B) {
 func BenchmarkContainmentCost(b *testing.B) {
 	full := newLocal(b, Options{})
 	basic := newLocal(b, Options{Isolation: IsolationBasic})
-	if !full.iso.contained {
+	if !full.j.Iso.Contained {
 		b.Skip("no filesystem view on this host")
 	}
 	in := "1 2"
@@ -232,7 +232,7 @@ func BenchmarkPythonMemory(b *testing.B) {
 		plain bool
 	}{{"fork", false}, {"plain", true}} {
 		l := newLocal(b, Options{Concurrency: n, NoFastPaths: mode.plain})
-		if !l.iso.contained || !l.iso.perRunUser {
+		if !l.j.Iso.Contained || !l.j.Iso.PerRunUser {
 			b.Skip("needs the full containment")
 		}
 		var rss, pss, cases float64

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/verl-score/verl-score/sandbox/jail"
 	"github.com/verl-score/verl-score/sandboxclient"
 )
 
@@ -19,7 +20,7 @@ func TestSlowRunMemoryBoundedAsAWhole(t *testing.T) {
 		t.Skip("SKIPPED: cgroups per run need root")
 	}
 	l := newLocal(t, Options{Concurrency: 1})
-	if using, why := l.Cgroups(); !using {
+	if using, why := l.j.Cgroups != nil, l.cgroupNote; !using {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("no cgroup per run on a CI machine: %s", why)
 		}
@@ -47,7 +48,7 @@ print("killed", bad)`
 	}
 	out := resp.RunResult.Stdout
 	if out == "killed 0\n" {
-		t.Fatalf("16 processes of 400 MiB all lived in a run bounded at %d MiB", runMemoryBytes(limits{addressMB: 1024})>>20)
+		t.Fatalf("16 processes of 400 MiB all lived in a run bounded at %d MiB", jail.RunMemoryBytes(jail.Limits{AddressMB: 1024})>>20)
 	}
 	t.Logf("%s (rc %v, %s)", strings.TrimSpace(out), fmtRC(resp.RunResult.ReturnCode), resp.RunResult.Status)
 }

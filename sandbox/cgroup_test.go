@@ -20,7 +20,7 @@ func TestStepsRunInACgroupOfTheirOwn(t *testing.T) {
 		t.Skip("SKIPPED: cgroups per run need root")
 	}
 	probe := func(t *testing.T, l *Local) {
-		if using, why := l.Cgroups(); !using {
+		if using, why := l.j.Cgroups != nil, l.cgroupNote; !using {
 			if os.Getenv("CI") == "true" {
 				t.Fatalf("no cgroup per run on a CI machine: %s", why)
 			}

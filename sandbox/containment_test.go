@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verl-score/verl-score/sandbox/jail"
 	"github.com/verl-score/verl-score/sandboxclient"
 )
 
@@ -23,7 +24,7 @@ import (
 // not allow one.
 func needContained(t *testing.T, l *Local) {
 	t.Helper()
-	if !l.iso.contained {
+	if !l.j.Iso.Contained {
 		t.Skip("no mount/PID namespaces on this host: the run has no view of its own")
 	}
 }
@@ -331,7 +332,7 @@ func TestRequestFilesStayInTheView(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := viewRunDir + " " + mark + "\n"; resp.RunResult.Stdout != want || resp.Files["data.txt"] != b64(mark) {
+	if want := jail.RunDir + " " + mark + "\n"; resp.RunResult.Stdout != want || resp.Files["data.txt"] != b64(mark) {
 		t.Fatalf("got %s, want stdout %q and the file fetched", respText(resp, nil), want)
 	}
 	select {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/verl-score/verl-score/sandbox/jail"
 	"github.com/verl-score/verl-score/sandbox/lang"
 	"github.com/verl-score/verl-score/sandbox/toolchain"
 	"github.com/verl-score/verl-score/sandboxclient"
@@ -17,19 +18,22 @@ import (
 // Protections reports which containment measures this host allows the
 // local sandbox, for `verl-score doctor`.
 func Protections() []Protection {
-	var iso isolation
+	var iso jail.Isolation
 	var rootOnly map[string]bool
 	viewErr := "needs mount and PID namespaces"
 	// A real sandbox, so that the view is proved by a step, as run does.
 	var notes strings.Builder
 	cgUsed, cgDetail := false, "needs a sandbox"
 	if l, err := New(Options{Warn: &notes, Concurrency: 1}); err == nil {
-		iso, rootOnly = l.iso, l.rootOnly
-		cgUsed, cgDetail = l.Cgroups()
+		iso, rootOnly = l.j.Iso, l.rootOnly
+		cgUsed, cgDetail = l.j.Cgroups != nil, l.cgroupNote
+		if cgUsed {
+			cgDetail = l.j.Cgroups.Describe()
+		}
 		l.Close()
 	} else {
-		iso = probeIsolation(IsolationAuto)
-		_, rootOnly = toolchain.Find(iso.perRunUser)
+		iso = jail.Probe(false, false)
+		_, rootOnly = toolchain.Find(iso.PerRunUser)
 	}
 	if i := strings.Index(notes.String(), "filesystem view of its own per run"); i >= 0 {
 		viewErr = strings.TrimSpace(notes.String()[i:])
@@ -39,7 +43,7 @@ func Protections() []Protection {
 		if !rootOnly[prog] {
 			continue
 		}
-		if prog == "rustc" && !iso.contained {
+		if prog == "rustc" && !iso.Contained {
 			if f := openSysroot(toolchain.Resolve("rustc")); f != nil {
 				f.Close() // reached through an open directory instead
 				continue
@@ -51,23 +55,23 @@ func Protections() []Protection {
 		{Name: "fresh directory per run", Available: true, Detail: "created for each step, removed afterwards"},
 		{Name: "scrubbed environment", Available: true, Detail: "only PATH, HOME, TMPDIR, LANG and toolchain settings"},
 		{Name: "process group", Available: true, Detail: "the whole group is killed on timeout and after exit"},
-		{Name: "resource limits", Available: toolchain.IsExecutable(wrapperShell),
-			Detail: "address space (memory_limit_MB; heap flags for JVM and Node.js), CPU time, file size, open files, via " + wrapperShell},
-		{Name: "per-run user", Available: iso.perRunUser,
-			Detail: pick(iso.perRunUser, "each step runs as a user of its own: fork bombs are bounded, leftover processes and files are removed",
+		{Name: "resource limits", Available: toolchain.IsExecutable(jail.WrapperShell),
+			Detail: "address space (memory_limit_MB; heap flags for JVM and Node.js), CPU time, file size, open files, via " + jail.WrapperShell},
+		{Name: "per-run user", Available: iso.PerRunUser,
+			Detail: pick(iso.PerRunUser, "each step runs as a user of its own: fork bombs are bounded, leftover processes and files are removed",
 				"needs root")},
-		{Name: "process-count limit", Available: iso.perRunUser && iso.nprocFlag != "",
-			Detail: pick(iso.perRunUser, "per step user", "needs a per-run user")},
-		{Name: "network namespace", Available: iso.netns,
-			Detail: pick(iso.netns, "steps have no network", "the kernel refused a new network namespace")},
-		{Name: "filesystem view", Available: iso.contained,
-			Detail: pick(iso.contained, "a mount namespace per step: toolchains read-only, a "+fmt.Sprint(viewSizeMB)+
+		{Name: "process-count limit", Available: iso.PerRunUser && iso.NprocFlag != "",
+			Detail: pick(iso.PerRunUser, "per step user", "needs a per-run user")},
+		{Name: "network namespace", Available: iso.NetNS,
+			Detail: pick(iso.NetNS, "steps have no network", "the kernel refused a new network namespace")},
+		{Name: "filesystem view", Available: iso.Contained,
+			Detail: pick(iso.Contained, "a mount namespace per step: toolchains read-only, a "+fmt.Sprint(jail.SizeMB)+
 				" MiB tmpfs for its directory and /tmp, no host path (input, output, project, /root) visible", viewErr)},
-		{Name: "PID namespace", Available: iso.contained,
-			Detail: pick(iso.contained, "a step sees only its own processes; its init reaps them and the kernel kills what is left when it ends",
+		{Name: "PID namespace", Available: iso.Contained,
+			Detail: pick(iso.Contained, "a step sees only its own processes; its init reaps them and the kernel kills what is left when it ends",
 				"needs the filesystem view; leftover processes are found by user instead")},
-		{Name: "IPC namespace", Available: iso.contained,
-			Detail: pick(iso.contained, "the System V shared memory, semaphores and message queues of a step vanish with it", "needs the filesystem view")},
+		{Name: "IPC namespace", Available: iso.Contained,
+			Detail: pick(iso.Contained, "the System V shared memory, semaphores and message queues of a step vanish with it", "needs the filesystem view")},
 		{Name: "cgroup per run", Available: cgUsed,
 			Detail: pick(cgUsed, "an equal CPU weight per run, a bound on a run's total memory and processes, its CPU time measured: ",
 				"runs share the CPU with no weight of their own; memory and processes bounded per process only: ") + cgDetail},
@@ -101,7 +105,7 @@ func FastPaths() []Protection {
 	var out []Protection
 	if l.tools["python3"] != "" {
 		resp, err := l.Run(ctx, &sandboxclient.Request{Language: "python", Code: "print(1)", RunTimeout: 10, MemoryLimitMB: 1024})
-		using, detail := l.ForkServerState()
+		using, detail := l.forks.State()
 		if using && l.Stats().ForkedRuns == 0 {
 			using, detail = false, "plain starts: the fork server did not serve"
 		}
@@ -190,16 +194,16 @@ func (l *Local) RunnableLanguages() []string {
 func (l *Local) IsolationSummary() string {
 	mode := map[IsolationMode]string{IsolationAuto: "auto", IsolationBasic: "basic", IsolationNone: "none"}[l.opts.Isolation]
 	var in []string
-	if l.iso.contained {
+	if l.j.Iso.Contained {
 		in = append(in, "filesystem view", "PID and IPC namespaces")
 	}
-	if l.iso.netns {
+	if l.j.Iso.NetNS {
 		in = append(in, "no network")
 	}
-	if l.iso.perRunUser {
+	if l.j.Iso.PerRunUser {
 		in = append(in, "a user per run")
 	}
-	if l.cg != nil {
+	if l.j.Cgroups != nil {
 		in = append(in, "a cgroup per run")
 	}
 	if len(in) == 0 {

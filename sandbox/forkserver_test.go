@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/verl-score/verl-score/sandboxclient"
@@ -18,7 +17,7 @@ import (
 // state, the process, its files and the view. Left out are what differs
 // between any two runs anyway (the run's user id, object ids, the hash
 // seed's set order) and the three known differences of a forked run
-// (forkserver.go): the parent pid, the address-space limit's figure and
+// (sandbox/forkserver): the parent pid, the address-space limit's figure and
 // the collector's frozen count;
 // nor the program's pid, which in a plain start comes after the init's
 // threads.
@@ -84,7 +83,7 @@ raise ValueError("boom")
 func TestForkServerLooksLikeAPlainStart(t *testing.T) {
 	forked := newLocal(t, Options{Concurrency: 1})
 	plain := newLocal(t, Options{Concurrency: 1, NoFastPaths: true})
-	if using, why := forked.ForkServerState(); !using {
+	if using, why := forked.forks.State(); !using {
 		t.Skipf("no fork server here: %s", why)
 	}
 	in := "line one\nline two"
@@ -127,7 +126,7 @@ func TestForkServerLooksLikeAPlainStart(t *testing.T) {
 func TestForkServerEdges(t *testing.T) {
 	forked := newLocal(t, Options{Concurrency: 2})
 	plain := newLocal(t, Options{Concurrency: 2, NoFastPaths: true})
-	if using, why := forked.ForkServerState(); !using {
+	if using, why := forked.forks.State(); !using {
 		t.Skipf("no fork server here: %s", why)
 	}
 	cases := []struct {
@@ -166,12 +165,7 @@ func TestForkServerEdges(t *testing.T) {
 
 	// A server that dies: the next run starts another, or runs plain.
 	before := forked.Stats().ForkedRuns
-	forked.forks.mu.Lock()
-	for _, fs := range forked.forks.servers {
-		syscall.Kill(-fs.pgid, syscall.SIGKILL)
-		<-fs.exited
-	}
-	forked.forks.mu.Unlock()
+	forked.forks.KillServers()
 	for i := 0; i < 3; i++ {
 		in := strconv.Itoa(i)
 		resp, err := forked.Run(context.Background(), &sandboxclient.Request{Language: "python", Code: "print(input())", Stdin: &in, RunTimeout: 10, MemoryLimitMB: 1024})
@@ -245,7 +239,7 @@ var exitCases = []struct {
 func TestForkServerFastExit(t *testing.T) {
 	forked := newLocal(t, Options{Concurrency: 1})
 	plain := newLocal(t, Options{Concurrency: 1, NoFastPaths: true})
-	if using, why := forked.ForkServerState(); !using {
+	if using, why := forked.forks.State(); !using {
 		t.Skipf("no fork server here: %s", why)
 	}
 	in := "hi"
@@ -295,7 +289,7 @@ func TestForkServerFastExit(t *testing.T) {
 func TestForkServerPrelude(t *testing.T) {
 	forked := newLocal(t, Options{Concurrency: 1, PythonPrelude: testcases.DriverHead})
 	plain := newLocal(t, Options{Concurrency: 1, NoFastPaths: true})
-	if using, why := forked.ForkServerState(); !using {
+	if using, why := forked.forks.State(); !using {
 		t.Skipf("no fork server here: %s", why)
 	}
 	in := "line one\nline two"

@@ -24,6 +24,8 @@ import (
 
 	"github.com/verl-score/verl-score/atomicfile"
 	"github.com/verl-score/verl-score/sandbox/cgroup"
+	"github.com/verl-score/verl-score/sandbox/forkserver"
+	"github.com/verl-score/verl-score/sandbox/jail"
 	"github.com/verl-score/verl-score/sandbox/lang"
 	"github.com/verl-score/verl-score/sandbox/nsinit"
 	"github.com/verl-score/verl-score/sandbox/toolchain"
@@ -35,9 +37,8 @@ import (
 // is safe for concurrent use.
 type Local struct {
 	opts  Options
-	root  string // private directory holding builds, runs and caches
-	sem   chan struct{}
-	iso   isolation
+	root  string            // private directory holding builds, runs and caches
+	j     *jail.Runner      // runs each step, contained
 	tools map[string]string // program name -> absolute path ("" if missing)
 	// rootOnly lists programs an unprivileged user cannot reach; steps using
 	// them run as root (with a warning).
@@ -54,17 +55,12 @@ type Local struct {
 	mu        sync.Mutex
 	builds    map[string]*build
 
-	cg                          *cgroup.Manager // a group per run; nil without (cgroupNote says why)
-	cgroupNote                  string
-	view                        *view // what contained steps see
-	forks                       forkServers
+	cgroupNote                  string            // why runs have no cgroup of their own
+	forks                       *forkserver.Pool  // starts Python runs from a pre-started interpreter
 	caches                      *toolchain.Caches // the fast paths' built-once files
 	runSeq                      atomic.Int64
 	runs, compiles, compileHits atomic.Int64
-	forked                      atomic.Int64
-	forkedFaults                atomic.Int64
-	preludeRuns                 atomic.Int64
-	starveGrants, starvedReruns atomic.Int64
+	starvedReruns               atomic.Int64
 	rerunMu                     sync.Mutex // one starved rerun at a time
 	closeOnce                   sync.Once
 	closeErr                    error
@@ -72,7 +68,7 @@ type Local struct {
 	warnMu                      sync.Mutex
 	goCache                     string
 	pathEnv                     string
-	now                         func() time.Time // injectable for step timings
+	host                        lang.Host // what the language registry's commands are built from
 }
 
 var _ sandboxclient.Client = (*Local)(nil)
@@ -119,10 +115,8 @@ func New(opts Options) (*Local, error) {
 	l := &Local{
 		opts:     opts,
 		root:     root,
-		sem:      make(chan struct{}, opts.Concurrency),
 		builds:   map[string]*build{},
 		warnOnce: map[string]*sync.Once{},
-		now:      time.Now,
 		goCache:  toolchain.GoCacheDir(opts.TempDir),
 	}
 	for _, d := range []string{"builds", "runs", "view"} {
@@ -131,17 +125,21 @@ func New(opts Options) (*Local, error) {
 			return nil, fmt.Errorf("create sandbox directory: %w", err)
 		}
 	}
-	l.iso = probeIsolation(opts.Isolation)
-	l.setUpCgroups()
-	l.tools, l.rootOnly = toolchain.Find(l.iso.perRunUser)
-	if l.iso.contained {
-		if err := l.setUpView(); err != nil {
-			l.iso.contained = false
-			l.iso.notes = append(l.iso.notes, "running without a filesystem view of its own per run (programs see the host's files, "+
+	l.j = jail.NewRunner(jail.Probe(opts.Isolation == IsolationNone, opts.Isolation == IsolationBasic), opts.Concurrency, opts.MaxOutputBytes, opts.TempDir, l.warn)
+	l.j.Cgroups, l.cgroupNote = newCgroups(opts, &l.j.Iso)
+	l.tools, l.rootOnly = toolchain.Find(l.j.Iso.PerRunUser)
+	l.pathEnv = toolchain.ChildPath(l.tools)
+	l.host = (*langHost)(l)
+	if l.j.Iso.Contained {
+		if rootOnly, err := newView(l.j, l.root, l.tools, stepEnv(l.pathEnv, l.host, jail.RunDir, nil)); err == nil {
+			l.rootOnly = rootOnly
+		} else {
+			l.j.Iso.Contained = false
+			l.j.Iso.Notes = append(l.j.Iso.Notes, "running without a filesystem view of its own per run (programs see the host's files, "+
 				"processes and System V IPC): "+err.Error())
 		}
 	}
-	if l.rootOnly["rustc"] && !l.iso.contained {
+	if l.rootOnly["rustc"] && !l.j.Iso.Contained {
 		// Compiling as root would let include_str!("/etc/shadow") read any
 		// host file; reach the toolchain through an open directory instead.
 		if f := openSysroot(l.tools["rustc"]); f != nil {
@@ -149,9 +147,8 @@ func New(opts Options) (*Local, error) {
 			delete(l.rootOnly, "rustc")
 		}
 	}
-	l.pathEnv = toolchain.ChildPath(l.tools)
 	l.caches = &toolchain.Caches{Tools: l.tools, GoCache: l.goCache, Off: opts.NoFastPaths, Warn: l.warn}
-	if !l.iso.contained && l.iso.perRunUser {
+	if !l.j.Iso.Contained && l.j.Iso.PerRunUser {
 		l.caches.Unreachable = func(p string) string {
 			if toolchain.ReachableByOthers(p) {
 				return ""
@@ -159,82 +156,83 @@ func New(opts Options) (*Local, error) {
 			return "is not reachable by the per-run users without the filesystem view"
 		}
 	}
-	for _, note := range l.iso.notes {
+	py := lang.Get("python")
+	l.forks = &forkserver.Pool{Jail: l.j, Python: l.tools["python3"], Env: stepEnv(l.pathEnv, l.host, jail.RunDir, py.Env),
+		Argv: py.Run(l.host, lang.Args{Dir: jail.RunDir}), Source: py.Source, Prelude: opts.PythonPrelude, Concurrency: opts.Concurrency}
+	switch {
+	case opts.NoFastPaths:
+		l.forks.Off = "turned off"
+	case !l.j.Iso.Contained || !l.j.Iso.PerRunUser:
+		l.forks.Off = "needs the filesystem view and a per-run user (root)"
+	}
+	l.j.Starter = l.forks
+	for _, note := range l.j.Iso.Notes {
 		fmt.Fprintf(opts.Warn, "verl-score sandbox: %s\n", note)
 	}
 	return l, nil
 }
 
-// setUpCgroups gives the sandbox a cgroup, weighing as many runs as it
-// runs at once, under which each run gets a group of its own. Without one
-// (not root, no controller, isolation none) runs keep their per-process
-// limits alone, and a note says so.
-func (l *Local) setUpCgroups() {
+// newCgroups gives the sandbox a cgroup, weighing as many runs as it runs
+// at once, under which each run gets a group of its own. Without one (not
+// root, no controller, isolation none) runs keep their per-process limits
+// alone, and note says why.
+func newCgroups(o Options, iso *jail.Isolation) (cg *cgroup.Manager, note string) {
 	switch {
-	case l.opts.Isolation == IsolationNone:
-		l.cgroupNote = "isolation none"
-	case !l.iso.perRunUser:
-		l.cgroupNote = "not root"
-	default:
-		cg, err := cgroup.New(l.opts.Concurrency)
-		if err == nil {
-			l.cg = cg
-			return
-		}
-		l.cgroupNote = err.Error()
-		l.iso.notes = append(l.iso.notes, "running without a cgroup per run ("+err.Error()+"): runs share the CPU without a weight of their own, "+
+	case o.Isolation == IsolationNone:
+		return nil, "isolation none"
+	case !iso.PerRunUser:
+		return nil, "not root"
+	}
+	cg, err := cgroup.New(o.Concurrency)
+	if err != nil {
+		iso.Notes = append(iso.Notes, "running without a cgroup per run ("+err.Error()+"): runs share the CPU without a weight of their own, "+
 			"and only per-process limits bound memory and processes")
+		return nil, err.Error()
 	}
+	return cg, ""
 }
 
-// Cgroups describes the runs' control groups, for doctor: what is used,
-// or why there are none.
-func (l *Local) Cgroups() (using bool, detail string) {
-	if l.cg == nil {
-		return false, l.cgroupNote
-	}
-	return true, l.cg.Describe()
-}
-
-// setUpView lays out the contained steps' view and proves that one runs.
-func (l *Local) setUpView() error {
-	l.view = newView(filepath.Join(l.root, "view"), l.tools)
+// newView lays out the contained steps' view in root and proves that a
+// step runs in it. It returns the programs an unprivileged user cannot
+// reach there.
+func newView(j *jail.Runner, root string, tools map[string]string, env []string) (rootOnly map[string]bool, err error) {
+	j.View = jail.NewView(filepath.Join(root, "view"), tools)
 	// In the view every bound tree is reachable through directories open
 	// to all, so only the trees' own modes decide.
-	l.rootOnly = map[string]bool{}
-	for prog, p := range l.tools {
-		if p != "" && l.iso.perRunUser && !l.view.reachable(p) {
-			l.rootOnly[prog] = true
+	rootOnly = map[string]bool{}
+	for prog, p := range tools {
+		if p != "" && j.Iso.PerRunUser && !j.View.Reachable(p) {
+			rootOnly[prog] = true
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	// The probe sees its own PID namespace's init and none of the host's
 	// paths, this sandbox's directory included.
-	st := stepSpec{argv: []string{wrapperShell, "-c", "test -r /proc/1/stat && test -d " + viewRunDir + " && test ! -e " + l.root},
-		dir: viewRunDir, env: l.env(viewRunDir, nil), timeout: 30 * time.Second}
-	res, _, err := l.runStep(ctx, st)
+	st := jail.Spec{Argv: []string{jail.WrapperShell, "-c", "test -r /proc/1/stat && test -d " + jail.RunDir + " && test ! -e " + root},
+		Dir: jail.RunDir, Env: env, Timeout: 30 * time.Second}
+	res, _, err := j.Run(ctx, st)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if res.Status != sandboxclient.StepFinished || res.ReturnCode == nil || *res.ReturnCode != 0 {
-		return fmt.Errorf("a probe step failed: %s", strings.TrimSpace(res.Stderr))
+		return nil, fmt.Errorf("a probe step failed: %s", strings.TrimSpace(res.Stderr))
 	}
-	return nil
+	return rootOnly, nil
 }
 
 // Stats returns the counters so far.
 func (l *Local) Stats() Stats {
-	return Stats{Runs: l.runs.Load(), Compiles: l.compiles.Load(), CompileCacheHits: l.compileHits.Load(), ForkedRuns: l.forked.Load(), ForkedFaults: l.forkedFaults.Load(), PreludeRuns: l.preludeRuns.Load(),
-		StarveGrants: l.starveGrants.Load(), StarvedReruns: l.starvedReruns.Load()}
+	return Stats{Runs: l.runs.Load(), Compiles: l.compiles.Load(), CompileCacheHits: l.compileHits.Load(), ForkedRuns: l.forks.Forked.Load(), ForkedFaults: l.j.ProgramFaults.Load(), PreludeRuns: l.forks.PreludeRuns.Load(),
+		StarveGrants: l.j.StarveGrants.Load(), StarvedReruns: l.starvedReruns.Load()}
 }
 
 // Close removes the sandbox's directory with its cached builds.
 func (l *Local) Close() error {
 	l.closeOnce.Do(func() {
-		l.forks.close()
-		if l.cg != nil {
-			l.cg.Close()
+		l.forks.Close()
+		if l.j.Cgroups != nil {
+			l.j.Cgroups.Close()
 		}
 		if l.rustSysroot != nil {
 			l.rustSysroot.Close()
@@ -265,7 +263,7 @@ func (l *Local) Run(ctx context.Context, req *sandboxclient.Request) (*sandboxcl
 	if err != nil || !starvedStep(resp) {
 		return resp, err
 	}
-	// A step was starved for a CPU past its grace (starve.go): once more,
+	// A step was starved for a CPU past its grace (sandbox/jail/starve.go): once more,
 	// alone. The rerun takes every slot but the one its own steps use, as
 	// the runs in progress end, so that no other run of this sandbox goes
 	// beside it: the sandbox's own runs can starve one another when it
@@ -273,20 +271,11 @@ func (l *Local) Run(ctx context.Context, req *sandboxclient.Request) (*sandboxcl
 	l.starvedReruns.Add(1)
 	l.rerunMu.Lock()
 	defer l.rerunMu.Unlock()
-	held := 0
-	defer func() {
-		for range held {
-			<-l.sem
-		}
-	}()
-	for held < cap(l.sem)-1 {
-		select {
-		case l.sem <- struct{}{}:
-			held++
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+	release, err := l.j.HoldAllButOne(ctx)
+	if err != nil {
+		return nil, err
 	}
+	defer release()
 	resp, err = l.run(ctx, req)
 	if resp != nil {
 		resp.StarvedReruns = 1
@@ -471,65 +460,65 @@ func (l *Local) doCompile(ctx context.Context, spec *lang.Language, req *sandbox
 	if err := os.WriteFile(filepath.Join(dir, spec.FileName(req.Code)), spec.SourceText(req.Code), 0o644); err != nil {
 		return nil, fmt.Errorf("write source: %w", err)
 	}
-	var goBinds []viewBind
+	var goBinds []jail.Bind
 	if spec.Env != nil && l.tools["go"] != "" && spec.Programs()[0] == "go" {
 		l.warmGo(ctx) // before the compile's time starts
 		var err error
-		if goBinds, err = l.goBuildDir(dir); err != nil {
+		if goBinds, err = goBuildDir(l.caches, dir); err != nil {
 			return nil, err
 		}
 	}
 	// go_test builds inside its one step upstream; here the build is
 	// cached and shared by the cases, so it gets the compile timeout.
 	timeout := secondsToDuration(req.CompileTimeout)
-	st := stepSpec{
-		timeout: timeout,
-		lim:     compileLimits(req.MemoryLimitMB, timeout),
-		asRoot:  spec.CompileAsRoot || l.rootOnly[spec.Programs()[0]],
-		owned:   dir,
-		ownTree: true,
+	st := jail.Spec{
+		Timeout: timeout,
+		Lim:     jail.CompileLimits(req.MemoryLimitMB, timeout),
+		AsRoot:  spec.CompileAsRoot || l.rootOnly[spec.Programs()[0]],
+		Owned:   dir,
+		OwnTree: true,
 	}
-	if l.iso.contained {
+	if l.j.Iso.Contained {
 		// The build directory is the view's /build, writable; go's shared
 		// build cache is writable only by go, which runs no user code.
-		st.dir = viewBuildDir
-		st.view.binds = []viewBind{{source: dir, target: viewBuildDir, flags: nsinit.BindWritable}}
-		st.view.binds = append(st.view.binds, goBinds...)
+		st.Dir = jail.BuildDir
+		st.View.Binds = []jail.Bind{{Source: dir, Target: jail.BuildDir, Flags: nsinit.BindWritable}}
+		st.View.Binds = append(st.View.Binds, goBinds...)
 	} else {
-		st.dir = dir
+		st.Dir = dir
 	}
-	st.argv = spec.Compile(l.host(), lang.Args{Dir: st.dir, MemMB: req.MemoryLimitMB, Code: req.Code, Files: slices.Sorted(maps.Keys(files))})
+	st.Argv = spec.Compile(l.host, lang.Args{Dir: st.Dir, MemMB: req.MemoryLimitMB, Code: req.Code, Files: slices.Sorted(maps.Keys(files))})
 	if spec.Name == "cpp" {
 		if inc := l.caches.WaitPCH(ctx); inc != "" {
-			if l.iso.contained {
-				st.view.binds = append(st.view.binds, viewBind{source: inc, target: toolchain.PCHViewDir})
+			if l.j.Iso.Contained {
+				st.View.Binds = append(st.View.Binds, jail.Bind{Source: inc, Target: toolchain.PCHViewDir})
 				inc = toolchain.PCHViewDir
 			}
-			st.argv = append([]string{st.argv[0], "-I" + inc}, st.argv[1:]...)
+			st.Argv = append([]string{st.Argv[0], "-I" + inc}, st.Argv[1:]...)
 		}
 	}
 	if spec.Name == "java" {
 		if dir := l.caches.WaitJavacArchive(ctx); dir != "" {
-			if l.iso.contained {
-				st.view.binds = append(st.view.binds, viewBind{source: dir, target: toolchain.JavacArchiveViewDir})
+			if l.j.Iso.Contained {
+				st.View.Binds = append(st.View.Binds, jail.Bind{Source: dir, Target: toolchain.JavacArchiveViewDir})
 				dir = toolchain.JavacArchiveViewDir
 			}
-			st.argv = append([]string{st.argv[0], "-J-XX:SharedArchiveFile=" + filepath.Join(dir, toolchain.JavacArchiveName)}, st.argv[1:]...)
+			st.Argv = append([]string{st.Argv[0], "-J-XX:SharedArchiveFile=" + filepath.Join(dir, toolchain.JavacArchiveName)}, st.Argv[1:]...)
 		}
 	}
-	st.env = l.env(st.dir, spec.Env)
+	st.Env = stepEnv(l.pathEnv, l.host, st.Dir, spec.Env)
 	if spec.Programs()[0] == "rustc" && l.rustSysroot != nil {
-		st.argv, st.env = sysrootArgs(st.argv, st.env)
-		st.extraFiles = []*os.File{l.rustSysroot}
+		st.Argv, st.Env = sysrootArgs(st.Argv, st.Env)
+		st.ExtraFiles = []*os.File{l.rustSysroot}
 	}
-	if st.asRoot && l.rootOnly[spec.Programs()[0]] {
+	if st.AsRoot && l.rootOnly[spec.Programs()[0]] {
 		l.warn("root-"+spec.Programs()[0], fmt.Sprintf("%s is not reachable by an unprivileged user; its compiles run as root", l.tools[spec.Programs()[0]]))
 	}
 	l.compiles.Add(1)
-	res, _, err := l.runStep(ctx, st)
+	res, _, err := l.j.Run(ctx, st)
 	// Whoever compiled, the result belongs to root from now on so that no
 	// later run can change a cached binary.
-	chownTree(dir, 0, 0)
+	jail.ChownTree(dir, 0, 0)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -590,7 +579,7 @@ func (l *Local) warmGoCache(ctx context.Context) error {
 	if err := os.WriteFile(filepath.Join(dir, "warm_test.go"), []byte(warmGoCacheCode), 0o644); err != nil {
 		return err
 	}
-	goBinds, err := l.goBuildDir(dir)
+	goBinds, err := goBuildDir(l.caches, dir)
 	if err != nil {
 		return err
 	}
@@ -600,19 +589,19 @@ func (l *Local) warmGoCache(ctx context.Context) error {
 		}
 		files = append(files, "testify_test.go")
 	}
-	st := stepSpec{
-		dir:     dir,
-		timeout: 10 * time.Minute,
-		lim:     compileLimits(0, 10*time.Minute),
-		asRoot:  true,
+	st := jail.Spec{
+		Dir:     dir,
+		Timeout: 10 * time.Minute,
+		Lim:     jail.CompileLimits(0, 10*time.Minute),
+		AsRoot:  true,
 	}
-	if l.iso.contained {
-		st.dir = viewBuildDir
-		st.view.binds = append([]viewBind{{source: dir, target: viewBuildDir, flags: nsinit.BindWritable}}, goBinds...)
+	if l.j.Iso.Contained {
+		st.Dir = jail.BuildDir
+		st.View.Binds = append([]jail.Bind{{Source: dir, Target: jail.BuildDir, Flags: nsinit.BindWritable}}, goBinds...)
 	}
-	st.argv = append([]string{l.tools["go"], "test", "-c", "-o", "warm.bin"}, files...)
-	st.env = l.env(st.dir, lang.GoEnv)
-	res, _, err := l.runStep(ctx, st)
+	st.Argv = append([]string{l.tools["go"], "test", "-c", "-o", "warm.bin"}, files...)
+	st.Env = stepEnv(l.pathEnv, l.host, st.Dir, lang.GoEnv)
+	res, _, err := l.j.Run(ctx, st)
 	switch {
 	case err != nil:
 		return err
@@ -672,34 +661,34 @@ func (l *Local) execute(ctx context.Context, spec *lang.Language, req *sandboxcl
 		stdin = []byte(*req.Stdin)
 	}
 	timeout := secondsToDuration(req.RunTimeout)
-	st := stepSpec{
-		stdin:   stdin,
-		timeout: timeout,
-		lim:     l.runLimits(spec, req.MemoryLimitMB, timeout),
-		asRoot:  l.rootOnly[spec.RunProgram],
+	st := jail.Spec{
+		Stdin:   stdin,
+		Timeout: timeout,
+		Lim:     runLimits(l.opts, spec, req.MemoryLimitMB, timeout),
+		AsRoot:  l.rootOnly[spec.RunProgram],
 	}
-	if l.iso.contained {
+	if l.j.Iso.Contained {
 		// The run directory exists only inside the step's view, on its
 		// size-capped tmpfs; the request's files are written there by the
 		// init and fetched back by it.
-		st.dir = viewRunDir
-		st.view.files = files
+		st.Dir = jail.RunDir
+		st.View.Files = files
 		if spec.Compile == nil {
-			st.view.files = maps.Clone(files)
-			st.view.files[spec.FileName(req.Code)] = spec.SourceText(req.Code)
+			st.View.Files = maps.Clone(files)
+			st.View.Files[spec.FileName(req.Code)] = spec.SourceText(req.Code)
 		}
-		st.view.abs = abs
+		st.View.Abs = abs
 		if spec.Links != nil {
-			st.view.links = spec.Links(l.host())
+			st.View.Links = spec.Links(l.host)
 		}
-		st.view.fetch = validFetchNames(req.FetchFiles)
+		st.View.Fetch = validFetchNames(req.FetchFiles)
 		viewBin := ""
 		if binDir != "" {
-			viewBin = viewBuildDir
-			st.view.binds = []viewBind{{source: binDir, target: viewBuildDir}}
+			viewBin = jail.BuildDir
+			st.View.Binds = []jail.Bind{{Source: binDir, Target: jail.BuildDir}}
 		}
-		st.argv = spec.Run(l.host(), lang.Args{Dir: st.dir, BinDir: viewBin, MemMB: req.MemoryLimitMB, Code: req.Code, Files: slices.Sorted(maps.Keys(files))})
-		st.forkable = spec.Name == "python" && !st.asRoot && len(st.view.fetch) == 0 && len(abs) == 0
+		st.Argv = spec.Run(l.host, lang.Args{Dir: st.Dir, BinDir: viewBin, MemMB: req.MemoryLimitMB, Code: req.Code, Files: slices.Sorted(maps.Keys(files))})
+		st.Forkable = spec.Name == "python" && !st.AsRoot && len(st.View.Fetch) == 0 && len(abs) == 0
 	} else {
 		dir := filepath.Join(l.root, "runs", fmt.Sprintf("r%d", l.runSeq.Add(1)))
 		if err := os.Mkdir(dir, 0o700); err != nil {
@@ -715,21 +704,21 @@ func (l *Local) execute(ctx context.Context, spec *lang.Language, req *sandboxcl
 			}
 		}
 		if spec.Links != nil {
-			for name, target := range spec.Links(l.host()) {
+			for name, target := range spec.Links(l.host) {
 				if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
 					return nil, nil, fmt.Errorf("link %s: %w", name, err)
 				}
 			}
 		}
-		st.dir, st.owned, st.ownTree, st.fetch = dir, dir, len(files) > 0, req.FetchFiles
-		st.argv = spec.Run(l.host(), lang.Args{Dir: dir, BinDir: binDir, MemMB: req.MemoryLimitMB, Code: req.Code, Files: slices.Sorted(maps.Keys(files))})
+		st.Dir, st.Owned, st.OwnTree, st.Fetch = dir, dir, len(files) > 0, req.FetchFiles
+		st.Argv = spec.Run(l.host, lang.Args{Dir: dir, BinDir: binDir, MemMB: req.MemoryLimitMB, Code: req.Code, Files: slices.Sorted(maps.Keys(files))})
 	}
-	st.env = l.env(st.dir, spec.Env)
-	st.mergeStderr = spec.MergeStderr
-	if st.asRoot {
+	st.Env = stepEnv(l.pathEnv, l.host, st.Dir, spec.Env)
+	st.MergeStderr = spec.MergeStderr
+	if st.AsRoot {
 		l.warn("root-"+spec.RunProgram, fmt.Sprintf("%s is not reachable by an unprivileged user; its runs run as root", l.tools[spec.RunProgram]))
 	}
-	return l.runStep(ctx, st)
+	return l.j.Run(ctx, st)
 }
 
 // validFetchNames keeps the fetch names that stay inside the run directory
@@ -737,7 +726,7 @@ func (l *Local) execute(ctx context.Context, spec *lang.Language, req *sandboxcl
 func validFetchNames(names []string) []string {
 	var out []string
 	for _, n := range names {
-		if _, err := safeJoin("/x", n); err == nil || filepath.IsAbs(n) {
+		if _, err := jail.SafeJoin("/x", n); err == nil || filepath.IsAbs(n) {
 			out = append(out, n)
 		}
 	}
@@ -752,10 +741,10 @@ func validFetchNames(names []string) []string {
 func (l *Local) absoluteFiles(files map[string][]byte, fetch []string) (map[string][]byte, error) {
 	var abs map[string][]byte
 	check := func(p string) error {
-		if !l.iso.contained {
+		if !l.j.Iso.Contained {
 			return fmt.Errorf("file %q: an absolute path needs the sandbox's own filesystem view, which this host does not allow", p)
 		}
-		if why := l.view.absoluteAllowed(p); why != "" {
+		if why := l.j.View.AbsoluteAllowed(p); why != "" {
 			return fmt.Errorf("file %q %s", p, why)
 		}
 		return nil
@@ -799,7 +788,7 @@ func decodeFiles(in map[string]string) (map[string][]byte, error) {
 		if strings.Contains(name, "IGNORE_THIS_FILE") {
 			continue
 		}
-		if _, err := safeJoin("/x", name); err != nil && !filepath.IsAbs(name) {
+		if _, err := jail.SafeJoin("/x", name); err != nil && !filepath.IsAbs(name) {
 			return nil, err
 		}
 		data, err := base64.StdEncoding.DecodeString(content)
@@ -811,17 +800,9 @@ func decodeFiles(in map[string]string) (map[string][]byte, error) {
 	return out, nil
 }
 
-func safeJoin(dir, name string) (string, error) {
-	clean := filepath.Clean(name)
-	if name == "" || filepath.IsAbs(name) || clean == ".." || strings.HasPrefix(clean, "../") {
-		return "", fmt.Errorf("file name %q leaves the run directory", name)
-	}
-	return filepath.Join(dir, clean), nil
-}
-
 func writeFiles(dir string, files map[string][]byte) error {
 	for name, data := range files {
-		p, err := safeJoin(dir, name)
+		p, err := jail.SafeJoin(dir, name)
 		if err != nil {
 			return err
 		}
@@ -893,8 +874,6 @@ func cleanStaleRoots(dir string) []string {
 // the directories it prepared.
 type langHost Local
 
-func (l *Local) host() lang.Host { return (*langHost)(l) }
-
 func (h *langHost) Tool(prog string) string { return h.tools[prog] }
 
 func (h *langHost) Dir(name string) string {
@@ -911,9 +890,9 @@ func (h *langHost) Dir(name string) string {
 // where modules are used. It returns what a contained build binds: the
 // build cache, writable (go runs as root and runs no user code), and the
 // module cache, read-only.
-func (l *Local) goBuildDir(dir string) ([]viewBind, error) {
-	binds := []viewBind{{source: l.goCache, target: l.goCache, flags: nsinit.BindWritable}}
-	mc := l.caches.GoModCache()
+func goBuildDir(c *toolchain.Caches, dir string) ([]jail.Bind, error) {
+	binds := []jail.Bind{{Source: c.GoCache, Target: c.GoCache, Flags: nsinit.BindWritable}}
+	mc := c.GoModCache()
 	if mc == "" {
 		return binds, nil
 	}
@@ -926,5 +905,20 @@ func (l *Local) goBuildDir(dir string) ([]viewBind, error) {
 			return nil, fmt.Errorf("write %s: %w", name, err)
 		}
 	}
-	return append(binds, viewBind{source: mc, target: mc}), nil
+	return append(binds, jail.Bind{Source: mc, Target: mc}), nil
+}
+
+// stepEnv is the whole environment of a step: nothing of ours leaks in.
+// A toolchain's settings replace the defaults of the same name.
+func stepEnv(path string, h lang.Host, home string, extra func(lang.Host) []string) []string {
+	e := []string{"PATH=" + path, "HOME=" + home, "TMPDIR=" + home, "LANG=C.UTF-8", "LC_ALL=C.UTF-8"}
+	if extra == nil {
+		return e
+	}
+	more := extra(h)
+	for _, kv := range more {
+		name, _, _ := strings.Cut(kv, "=")
+		e = slices.DeleteFunc(e, func(d string) bool { return strings.HasPrefix(d, name+"=") })
+	}
+	return append(e, more...)
 }

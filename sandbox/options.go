@@ -65,13 +65,13 @@ type Options struct {
 	Warn           io.Writer     // where the one-time notes about missing protections go; default os.Stderr
 	// NoFastPaths turns off what makes runs faster without changing their
 	// results: Python runs forked from a pre-started interpreter
-	// (forkserver.go), C++ compiled against a precompiled bits/stdc++.h
-	// (pch.go) and javac started from a class-data archive (javacds.go).
+	// (sandbox/forkserver), C++ compiled against a precompiled bits/stdc++.h
+	// (sandbox/toolchain) and javac started from a class-data archive (sandbox/toolchain).
 	// Every run then starts and compiles plainly.
 	NoFastPaths bool
 	// PythonPrelude is import statements that many Python programs begin
 	// with (testcases.DriverHead). A program whose text begins with it is
-	// forked from a server that has run it already (forkserver.go), so
+	// forked from a server that has run it already (sandbox/forkserver), so
 	// that the modules are imported once, not by every run.
 	PythonPrelude string
 	// RubyStackMB, when positive, is the stack limit of Ruby runs in
@@ -93,7 +93,7 @@ type Stats struct {
 	PreludeRuns  int64 // forked runs whose server had run the PythonPrelude
 	// StarveGrants counts the times a step at its limit was given back the
 	// time it waited for a CPU, and StarvedReruns the requests run again
-	// because a step was starved past that (starve.go).
+	// because a step was starved past that (sandbox/jail/starve.go).
 	StarveGrants  int64
 	StarvedReruns int64
 }

@@ -356,7 +356,7 @@ print("Test Passed" if "special string" in body else "Test Failed")
 // in the next).
 func TestServeLoopback(t *testing.T) {
 	local, hc := newLocalServer(t, server.Options{MaxInFlight: 2, MaxQueue: 16})
-	if !local.iso.netns {
+	if !local.j.Iso.NetNS {
 		t.Skip("no network namespace on this host")
 	}
 	run := func(t *testing.T, code string) {
@@ -382,9 +382,7 @@ func TestServeLoopback(t *testing.T) {
 	})
 	// Dropping a used namespace makes a new one for the next run; the fork
 	// server must have lived through that.
-	local.forks.mu.Lock()
-	lost, failed := local.forks.lost, local.forks.failed
-	local.forks.mu.Unlock()
+	lost, failed := local.forks.Losses()
 	if lost != 0 || failed != "" {
 		t.Errorf("the fork server lost %d times (%s)", lost, failed)
 	}

@@ -41,7 +41,7 @@ type StepResult struct {
 
 	// Starved marks a step that reached its limit having waited for a CPU
 	// past the time given back for it (the embedded sandbox's rule, see
-	// sandbox/starve.go): the time was the machine's, not the program's.
+	// sandbox/jail/starve.go): the time was the machine's, not the program's.
 	// Not part of the wire format: over HTTP it is TimeLimitExceeded.
 	Starved bool `json:"-"`
 	// CPUTime is the CPU time the step's processes used, dead ones

@@ -89,7 +89,7 @@ type CaseResult struct {
 	// earlier run (Attempts is then 0).
 	Cached bool `json:"cached,omitempty"`
 	// StarvedReruns counts the embedded sandbox's reruns of a request
-	// whose step was starved for a CPU (sandbox/starve.go).
+	// whose step was starved for a CPU (sandbox/jail/starve.go).
 	StarvedReruns int `json:"starved_reruns,omitempty"`
 	// CPUTime and CompileCPUTime are the CPU seconds the run and the
 	// compile used, and CPUWait the seconds the run's busiest thread

@@ -1,6 +1,6 @@
 //go:build linux
 
-package sandbox
+package jail
 
 import (
 	"encoding/base64"
@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -20,7 +22,7 @@ import (
 const initSetupTimeout = 30 * time.Second
 
 // initReport reads what a step's init reports on its fd 4.
-type initReport struct {
+type InitReport struct {
 	r        *os.File
 	startedC chan struct{}
 	data     chan []byte
@@ -29,8 +31,8 @@ type initReport struct {
 	pending  []*os.File    // the init's ends, closed here once it has started
 }
 
-func newInitReport(r *os.File, pending ...*os.File) *initReport {
-	return &initReport{r: r, startedC: make(chan struct{}), data: make(chan []byte, 1), eof: make(chan struct{}), pending: pending}
+func NewInitReport(r *os.File, pending ...*os.File) *InitReport {
+	return &InitReport{r: r, startedC: make(chan struct{}), data: make(chan []byte, 1), eof: make(chan struct{}), pending: pending}
 }
 
 type initResult struct {
@@ -44,8 +46,8 @@ type initResult struct {
 // initCommand is the command that starts a contained step: this executable
 // as the step's init, reading its script on fd 3 and reporting on fd 4;
 // extra files are its fds 5, 6, ...
-func (l *Local) initCommand(script []byte, attr *syscall.SysProcAttr, extra ...*os.File) (*exec.Cmd, *initReport, error) {
-	pipes, err := openPipes(2)
+func (r *Runner) InitCommand(script []byte, attr *syscall.SysProcAttr, extra ...*os.File) (*exec.Cmd, *InitReport, error) {
+	pipes, err := OpenPipes(2)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -55,18 +57,18 @@ func (l *Local) initCommand(script []byte, attr *syscall.SysProcAttr, extra ...*
 		scriptW.Close()
 	}()
 	cmd := &exec.Cmd{
-		Path:        l.iso.selfExe,
+		Path:        r.Iso.SelfExe,
 		Args:        []string{"verl-score-sandbox-init"},
 		Env:         []string{nsinit.EnvMarker + "=1"},
 		SysProcAttr: attr,
 		ExtraFiles:  append([]*os.File{scriptR, repW}, extra...),
 	}
-	return cmd, newInitReport(repR, scriptR, repW), nil
+	return cmd, NewInitReport(repR, scriptR, repW), nil
 }
 
 // started closes the init's ends of the pipes in this process and starts
 // reading the report.
-func (r *initReport) started(ok bool) {
+func (r *InitReport) Started(ok bool) {
 	for _, f := range r.pending {
 		f.Close()
 	}
@@ -94,11 +96,11 @@ func (r *initReport) started(ok bool) {
 	}()
 }
 
-func (r *initReport) close() { r.r.Close() }
+func (r *InitReport) Close() { r.r.Close() }
 
 // hasStarted reports whether the program started (valid once the report
 // has ended).
-func (r *initReport) hasStarted() bool {
+func (r *InitReport) hasStarted() bool {
 	select {
 	case <-r.startedC:
 		return true
@@ -108,7 +110,7 @@ func (r *initReport) hasStarted() bool {
 }
 
 // result interprets the report of an init that has exited.
-func (r *initReport) result(state *os.ProcessState) (*initResult, error) {
+func (r *InitReport) result(state *os.ProcessState) (*initResult, error) {
 	var data []byte
 	select {
 	case data = <-r.data:
@@ -166,7 +168,7 @@ func (r *initReport) result(state *os.ProcessState) (*initResult, error) {
 func fetchFiles(dir string, names []string, max int) map[string]string {
 	fetched := map[string]string{}
 	for _, name := range names {
-		p, err := safeJoin(dir, name)
+		p, err := SafeJoin(dir, name)
 		if err != nil {
 			continue
 		}
@@ -179,3 +181,14 @@ func fetchFiles(dir string, names []string, max int) map[string]string {
 	}
 	return fetched
 }
+
+func SafeJoin(dir, name string) (string, error) {
+	clean := filepath.Clean(name)
+	if name == "" || filepath.IsAbs(name) || clean == ".." || strings.HasPrefix(clean, "../") {
+		return "", fmt.Errorf("file name %q leaves the run directory", name)
+	}
+	return filepath.Join(dir, clean), nil
+}
+
+// Ended is closed once the report has ended.
+func (r *InitReport) Ended() <-chan struct{} { return r.eof }

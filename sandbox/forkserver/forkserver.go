@@ -1,6 +1,6 @@
 //go:build linux
 
-package sandbox
+package forkserver
 
 import (
 	_ "embed"
@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/verl-score/verl-score/sandbox/lang"
+	"github.com/verl-score/verl-score/sandbox/jail"
 	"github.com/verl-score/verl-score/sandbox/nsinit"
 )
 
@@ -74,7 +74,7 @@ type forkServer struct {
 	dead     atomic.Bool
 	inFlight atomic.Int32 // runs started and not yet ended
 	exited   chan struct{}
-	stderr   *cappedBuffer
+	stderr   *jail.CappedBuffer
 }
 
 // forkKey names a server: its stack limit, whether it has run the
@@ -85,14 +85,21 @@ type forkKey struct {
 	slot    int
 }
 
-// forkSlots is how many servers a Local runs per stack limit: one per
-// core it runs programs on, up to 4.
-func (l *Local) forkSlots() int {
-	return max(1, min(l.opts.Concurrency, runtime.NumCPU(), 4))
-}
+// Pool is the fork servers of one sandbox: it starts the Python runs the
+// jail's Runner marks Forkable, as a jail.Starter.
+type Pool struct {
+	Jail        *jail.Runner
+	Python      string   // python3's path ("" without)
+	Env         []string // the runs' environment, and the servers'
+	Argv        []string // how a plain run starts: python3 /sandbox/solution.py
+	Source      string   // the program's file name in the run directory
+	Prelude     string   // statements many programs begin with, run once by a server of their own
+	Concurrency int      // steps the sandbox runs at once
+	Off         string   // why the fork server is not used ("" where it may be)
 
-// forkServers is the Local's set of servers.
-type forkServers struct {
+	Forked      atomic.Int64 // runs it started
+	PreludeRuns atomic.Int64 // of those, runs whose server had run the prelude
+
 	mu       sync.Mutex
 	servers  map[forkKey]*forkServer
 	failed   string // why the server could not be used; "" if it could
@@ -100,49 +107,74 @@ type forkServers struct {
 	userSite string
 }
 
-// ForkServerState says whether Python runs go through the fork server
-// here, and why not where they do not. A server that cannot start shows
-// only once one was tried (doctor runs a probe).
-func (l *Local) ForkServerState() (using bool, detail string) {
-	l.forks.mu.Lock()
-	defer l.forks.mu.Unlock()
-	if why := l.forkServerOff(); why != "" {
+var _ jail.Starter = (*Pool)(nil)
+
+var errOff = errors.New("the fork server is not used")
+
+// slots is how many servers a Pool runs per stack limit: one per core it
+// runs programs on, up to 4.
+func (p *Pool) slots() int {
+	return max(1, min(p.Concurrency, runtime.NumCPU(), 4))
+}
+
+// State says whether Python runs go through the fork server here, and
+// why not where they do not. A server that cannot start shows only once
+// one was tried (doctor runs a probe).
+func (p *Pool) State() (using bool, detail string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if why := p.off(); why != "" {
 		return false, why
 	}
-	return true, "runs fork from a pre-started " + l.tools["python3"]
+	return true, "runs fork from a pre-started " + p.Python
 }
 
-// forkServerOff says why runs cannot use the fork server, or "" where
-// they can. The caller holds l.forks.mu.
-func (l *Local) forkServerOff() string {
+// off says why runs cannot use the fork server, or "" where they can.
+// The caller holds p.mu.
+func (p *Pool) off() string {
 	switch {
-	case l.opts.NoFastPaths:
-		return "turned off"
-	case !l.iso.contained || !l.iso.perRunUser:
-		return "needs the filesystem view and a per-run user (root)"
-	case l.tools["python3"] == "":
+	case p.Off != "":
+		return p.Off
+	case p.Python == "":
 		return "no python3"
 	}
-	return l.forks.failed
+	return p.failed
 }
 
-// forkServer returns the server for steps with these limits, starting it
-// on first use; nil where runs start the plain way. prelude: the program
-// begins with the Local's PythonPrelude.
-func (l *Local) forkServer(lim limits, prelude bool) *forkServer {
-	f := &l.forks
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if l.forkServerOff() != "" {
+// Start starts a Forkable step's program from a server (jail.Starter).
+func (p *Pool) Start(s *jail.Spec, uid int, stdin, stdout, stderr *os.File, join []*os.File) (*jail.Proc, error) {
+	prelude := p.hasPrelude(s)
+	fs := p.server(s.Lim, prelude)
+	if fs == nil {
+		return nil, errOff
+	}
+	proc, err := fs.start(s, p.script(s, uid), stdin, stdout, stderr, join...)
+	if err != nil {
+		return nil, err
+	}
+	p.Forked.Add(1)
+	if prelude {
+		p.PreludeRuns.Add(1)
+	}
+	return proc, nil
+}
+
+// server returns the server for steps with these limits, starting it on
+// first use; nil where runs start the plain way. prelude: the program
+// begins with the Pool's Prelude.
+func (p *Pool) server(lim jail.Limits, prelude bool) *forkServer {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.off() != "" {
 		return nil
 	}
 	// The slot with the fewest runs in flight; a slot without a server
 	// gets one when the others are busy.
 	var key, empty forkKey
 	best, hasEmpty := int32(-1), false
-	for slot := range l.forkSlots() {
-		k := forkKey{lim.stackMB, prelude, slot}
-		if fs := f.servers[k]; fs != nil && !fs.dead.Load() {
+	for slot := range p.slots() {
+		k := forkKey{lim.StackMB, prelude, slot}
+		if fs := p.servers[k]; fs != nil && !fs.dead.Load() {
 			if n := fs.inFlight.Load(); best < 0 || n < best {
 				key, best = k, n
 			}
@@ -153,84 +185,77 @@ func (l *Local) forkServer(lim limits, prelude bool) *forkServer {
 	if best != 0 && hasEmpty {
 		key = empty
 	}
-	if fs := f.servers[key]; fs != nil {
+	if fs := p.servers[key]; fs != nil {
 		if !fs.dead.Load() {
 			return fs
 		}
-		delete(f.servers, key)
+		delete(p.servers, key)
 		why := "the Python fork server ended (" + strings.TrimSpace(fs.stderr.String("")) + ")"
-		if f.lost++; f.lost >= maxForkLost*l.forkSlots() {
-			f.failed = why
-			l.warn("forkserver", "Python runs start the plain way from now on: "+why)
+		if p.lost++; p.lost >= maxForkLost*p.slots() {
+			p.failed = why
+			p.Jail.Warn("forkserver", "Python runs start the plain way from now on: "+why)
 			return nil
 		}
-		l.warn("forkserver-died", why+"; starting another")
+		p.Jail.Warn("forkserver-died", why+"; starting another")
 	}
-	fs, err := l.startForkServer(lim, prelude)
+	fs, err := p.startServer(lim, prelude)
 	if err != nil {
-		f.failed = err.Error()
-		l.warn("forkserver", "Python runs start the plain way: the fork server could not start: "+f.failed)
+		p.failed = err.Error()
+		p.Jail.Warn("forkserver", "Python runs start the plain way: the fork server could not start: "+p.failed)
 		return nil
 	}
-	if f.servers == nil {
-		f.servers = map[forkKey]*forkServer{}
+	if p.servers == nil {
+		p.servers = map[forkKey]*forkServer{}
 	}
-	f.servers[key] = fs
+	p.servers[key] = fs
 	return fs
 }
 
 // maxForkLost is how many failures (runs the server could not start,
-// servers that died) a Local takes per server slot before it starts
+// servers that died) a Pool takes per server slot before it starts
 // Python runs plainly for good.
 const maxForkLost = 3
 
-// forkFailed counts a run the server could not start.
-func (l *Local) forkFailed(why string) {
-	f := &l.forks
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.lost++; f.lost >= maxForkLost*l.forkSlots() && f.failed == "" {
-		f.failed = "the fork server could not start runs: " + why
-		l.warn("forkserver", "Python runs start the plain way from now on: "+f.failed)
+// Lost counts a run the server could not start (jail.Starter).
+func (p *Pool) Lost(why string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.lost++; p.lost >= maxForkLost*p.slots() && p.failed == "" {
+		p.failed = "the fork server could not start runs: " + why
+		p.Jail.Warn("forkserver", "Python runs start the plain way from now on: "+p.failed)
 	}
 }
 
-// startForkServer starts a server under the stack limit of lim, which runs
-// the Local's PythonPrelude first if prelude is set.
-func (l *Local) startForkServer(lim limits, prelude bool) (*forkServer, error) {
-	f := &l.forks
-	if f.userSite == "" {
+// startServer starts a server under the stack limit of lim, which runs
+// the Pool's Prelude first if prelude is set.
+func (p *Pool) startServer(lim jail.Limits, prelude bool) (*forkServer, error) {
+	if p.userSite == "" {
 		// Where site looks for usercustomize with the runs' HOME.
-		c := exec.Command(l.tools["python3"], "-c", "import site; print(site.getusersitepackages())")
-		c.Env = []string{"HOME=" + viewRunDir}
+		c := exec.Command(p.Python, "-c", "import site; print(site.getusersitepackages())")
+		c.Env = []string{"HOME=" + jail.RunDir}
 		out, err := c.Output()
-		site, ok := strings.CutPrefix(strings.TrimSpace(string(out)), viewRunDir+"/")
+		site, ok := strings.CutPrefix(strings.TrimSpace(string(out)), jail.RunDir+"/")
 		if err != nil || !ok {
 			return nil, fmt.Errorf("ask python3 for its user site: %v %q", err, out)
 		}
-		f.userSite = site
+		p.userSite = site
 	}
-	spec := lang.Get("python")
-	s := stepSpec{
-		dir:  viewRunDir,
-		env:  l.env(viewRunDir, spec.Env),
-		argv: spec.Run(l.host(), lang.Args{Dir: viewRunDir}),
-	}
+	s := jail.Spec{Dir: jail.RunDir, Env: p.Env, Argv: p.Argv}
 	// The server unmounts its own space (the mounts of this script) before
 	// it serves: runs mount theirs in its view.
 	var own nsinit.Script
-	l.view.runSpace(&own, &s, -1)
-	s.view.files = map[string][]byte{
-		f.userSite + "/usercustomize.py":         []byte(forkServerStart),
-		f.userSite + "/verl_score_forkserver.py": []byte(forkServerSource),
-		f.userSite + "/verl_score_space":         own.Bytes(),
+	p.Jail.View.RunSpace(&own, &s, -1)
+	s.View.Files = map[string][]byte{
+		p.userSite + "/usercustomize.py":         []byte(forkServerStart),
+		p.userSite + "/verl_score_forkserver.py": []byte(forkServerSource),
+		p.userSite + "/verl_score_space":         own.Bytes(),
 	}
 	if prelude {
-		s.view.files[f.userSite+"/verl_score_prelude.py"] = []byte(l.opts.PythonPrelude)
+		s.View.Files[p.userSite+"/verl_score_prelude.py"] = []byte(p.Prelude)
 	}
 	var sc nsinit.Script
 	sc.Op(nsinit.OpKeepFds, "5")
-	script := append(l.view.script(&s, -1, l.wrap(s.argv, limits{stackMB: lim.stackMB}, nil), 0), sc.Bytes()...)
+	script := append(p.Jail.View.Script(&s, -1, p.Jail.Wrap(s.Argv, jail.Limits{StackMB: lim.StackMB}, nil), 0), sc.Bytes()...)
 
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -238,7 +263,7 @@ func (l *Local) startForkServer(lim limits, prelude bool) (*forkServer, error) {
 	}
 	theirs := os.NewFile(uintptr(fds[1]), "fork server control")
 	defer theirs.Close()
-	pipes, err := openPipes(2) // stdin, stdout and stderr together
+	pipes, err := jail.OpenPipes(2) // stdin, stdout and stderr together
 	if err != nil {
 		syscall.Close(fds[0])
 		return nil, err
@@ -247,16 +272,16 @@ func (l *Local) startForkServer(lim limits, prelude bool) (*forkServer, error) {
 	defer stdinR.Close()
 	pipes[1].Close() // the server never reads its stdin, nor do runs inherit it
 	defer errW.Close()
-	cmd, report, err := l.initCommand(script, l.stepAttr(-1), theirs)
+	cmd, report, err := p.Jail.InitCommand(script, p.Jail.Attr(-1), theirs)
 	if err != nil {
 		errR.Close()
 		syscall.Close(fds[0])
 		return nil, err
 	}
-	fs := &forkServer{ctl: fds[0], env: s.env, exited: make(chan struct{}), stderr: &cappedBuffer{max: 64 << 10}}
+	fs := &forkServer{ctl: fds[0], env: s.Env, exited: make(chan struct{}), stderr: jail.NewCappedBuffer(64 << 10)}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, errW, errW
 	err = cmd.Start()
-	report.started(err == nil)
+	report.Started(err == nil)
 	if err != nil {
 		errR.Close()
 		syscall.Close(fds[0])
@@ -265,7 +290,7 @@ func (l *Local) startForkServer(lim limits, prelude bool) (*forkServer, error) {
 	fs.pgid = cmd.Process.Pid
 	drained := make(chan struct{})
 	go func() {
-		fs.stderr.drain(errR)
+		fs.stderr.Drain(errR)
 		close(drained)
 	}()
 	go func() {
@@ -274,7 +299,7 @@ func (l *Local) startForkServer(lim limits, prelude bool) (*forkServer, error) {
 		// namespace's processes, the last writers, die with its init.
 		<-drained
 		fs.dead.Store(true)
-		report.close()
+		report.Close()
 		close(fs.exited)
 	}()
 	return fs, nil
@@ -283,14 +308,14 @@ func (l *Local) startForkServer(lim limits, prelude bool) (*forkServer, error) {
 // start sends one step to the server: its script, its stdio, the pipe its
 // init reports on, the pipe whose closing kills it, and the files through
 // which the program joins its run's cgroup (join).
-func (fs *forkServer) start(s *stepSpec, script []byte, stdin, stdout, stderr *os.File, join ...*os.File) (*stepProc, error) {
+func (fs *forkServer) start(s *jail.Spec, script []byte, stdin, stdout, stderr *os.File, join ...*os.File) (*jail.Proc, error) {
 	if fs.dead.Load() {
-		return nil, errForkLost
+		return nil, jail.ErrNotStarted
 	}
-	if !slices.Equal(s.env, fs.env) {
+	if !slices.Equal(s.Env, fs.env) {
 		return nil, errors.New("the run's environment is not the fork server's")
 	}
-	pipes, err := openPipes(3) // script, report, kill
+	pipes, err := jail.OpenPipes(3) // script, report, kill
 	if err != nil {
 		return nil, err
 	}
@@ -309,28 +334,28 @@ func (fs *forkServer) start(s *stepSpec, script []byte, stdin, stdout, stderr *o
 		scriptW.Close()
 		repR.Close()
 		killW.Close()
-		return nil, errForkLost
+		return nil, jail.ErrNotStarted
 	}
-	rep := newInitReport(repR)
-	rep.started(true)
+	rep := jail.NewInitReport(repR)
+	rep.Started(true)
 	fs.inFlight.Add(1)
 	go func() {
 		scriptW.Write(script)
 		scriptW.Close()
-		<-rep.eof
+		<-rep.Ended()
 		fs.inFlight.Add(-1)
 	}()
 	var once sync.Once
-	return &stepProc{done: rep.eof, report: rep, forked: true, kill: func() { once.Do(func() { killW.Close() }) }}, nil
+	return &jail.Proc{Done: rep.Ended(), Report: rep, ViaStarter: true, Kill: func() { once.Do(func() { killW.Close() }) }}, nil
 }
 
-// forkScript is the script of a step the fork server runs: the step's own
+// script is the script of a step the fork server runs: the step's own
 // space over the server's view, the unwrapped program, and its limits.
-func (l *Local) forkScript(s *stepSpec, uid int) []byte {
+func (p *Pool) script(s *jail.Spec, uid int) []byte {
 	var sc nsinit.Script
-	l.view.runSpace(&sc, s, uid)
-	runOps(&sc, s, uid, s.argv, l.opts.MaxOutputBytes)
-	lim := l.rlimits(s.lim)
+	p.Jail.View.RunSpace(&sc, s, uid)
+	jail.RunOps(&sc, s, uid, s.Argv, p.Jail.MaxOutput)
+	lim := p.Jail.Rlimits(s.Lim)
 	args := make([]string, len(lim))
 	for i, v := range lim {
 		args[i] = nsinit.Itoa(int(v))
@@ -339,12 +364,12 @@ func (l *Local) forkScript(s *stepSpec, uid int) []byte {
 	return sc.Bytes()
 }
 
-// close ends every server: each sees its control socket close and exits,
+// Close ends every server: each sees its control socket close and exits,
 // which ends its namespace and whatever was left in it.
-func (f *forkServers) close() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, fs := range f.servers {
+func (p *Pool) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, fs := range p.servers {
 		syscall.Close(fs.ctl)
 		select {
 		case <-fs.exited:
@@ -353,13 +378,33 @@ func (f *forkServers) close() {
 			<-fs.exited
 		}
 	}
-	f.servers = nil
+	p.servers = nil
 }
 
 // hasPrelude says whether the step's Python program begins with the
-// Local's PythonPrelude.
-func (l *Local) hasPrelude(s *stepSpec) bool {
-	p := l.opts.PythonPrelude
-	src := s.view.files[lang.Get("python").Source]
-	return p != "" && len(src) >= len(p) && string(src[:len(p)]) == p
+// Pool's Prelude.
+func (p *Pool) hasPrelude(s *jail.Spec) bool {
+	pre := p.Prelude
+	src := s.View.Files[p.Source]
+	return pre != "" && len(src) >= len(pre) && string(src[:len(pre)]) == pre
+}
+
+// Losses are the runs the servers failed to start and the servers that
+// died, and why Python runs start the plain way for good ("" while they
+// need not).
+func (p *Pool) Losses() (lost int, failed string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lost, p.failed
+}
+
+// KillServers kills every running server as a crash would; the next run
+// starts another (what its tests exercise).
+func (p *Pool) KillServers() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, fs := range p.servers {
+		syscall.Kill(-fs.pgid, syscall.SIGKILL)
+		<-fs.exited
+	}
 }

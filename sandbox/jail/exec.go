@@ -1,6 +1,11 @@
 //go:build linux
 
-package sandbox
+// Package jail runs one step (a command, its limits and what it sees) and
+// returns its result: a fresh directory, a scrubbed environment, a process
+// group, resource limits, a user of its own, new namespaces and a
+// filesystem view, a cgroup, as far as the host allows; the time it waited
+// for a CPU given back (starve.go). It needs Linux.
+package jail
 
 import (
 	"bytes"
@@ -14,88 +19,88 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/verl-score/verl-score/sandbox/cgroup"
-	"github.com/verl-score/verl-score/sandbox/lang"
 	"github.com/verl-score/verl-score/sandbox/nsinit"
 	"github.com/verl-score/verl-score/sandboxclient"
 )
 
 // stepSpec is one process to run.
-type stepSpec struct {
-	argv    []string // argv[0] is an absolute path
-	dir     string   // working directory (HOME and TMPDIR too)
-	env     []string
-	stdin   []byte
-	timeout time.Duration
-	lim     limits
-	asRoot  bool   // keep our own user even where a per-run user is available
-	owned   string // directory handed to the per-run user for the step
+type Spec struct {
+	Argv    []string // argv[0] is an absolute path
+	Dir     string   // working directory (HOME and TMPDIR too)
+	Env     []string
+	Stdin   []byte
+	Timeout time.Duration
+	Lim     Limits
+	AsRoot  bool   // keep our own user even where a per-run user is available
+	Owned   string // directory handed to the per-run user for the step
 	// ownTree: hand over everything under owned, not just the directory
 	// (a build directory, where the compiler overwrites its outputs).
-	ownTree bool
+	OwnTree bool
 	// extraFiles are passed to the process as fds 3, 4, ... (steps
 	// without a view of their own only)
-	extraFiles []*os.File
+	ExtraFiles []*os.File
 	// view is what a contained step adds to the common view; dir, argv
 	// and env are then paths inside it.
-	view viewStep
+	View ViewStep
 	// fetch (steps without a view) names files under dir read back.
-	fetch []string
-	// forkable: a Python run the fork server may start (forkserver.go).
-	forkable bool
+	Fetch []string
+	// forkable: a Python run the fork server may start (sandbox/forkserver).
+	Forkable bool
 	// mergeStderr sends stderr to the stdout pipe (a test binary, whose
 	// output `go test` prints as one stream).
-	mergeStderr bool
+	MergeStderr bool
 }
 
-func (s *stepSpec) chownOwned(uid int) error {
-	if s.ownTree {
-		return chownTree(s.owned, uid, uid)
+func (s *Spec) chownOwned(uid int) error {
+	if s.OwnTree {
+		return ChownTree(s.Owned, uid, uid)
 	}
-	return os.Lchown(s.owned, uid, uid)
+	return os.Lchown(s.Owned, uid, uid)
 }
 
 // isolation is what the host allows, probed once by New.
-type isolation struct {
-	perRunUser bool // root: each step runs as a user of its own
-	netns      bool // each step gets an empty network namespace
-	userns     bool // the namespaces need a user namespace (not root)
+type Isolation struct {
+	PerRunUser bool // root: each step runs as a user of its own
+	NetNS      bool // each step gets an empty network namespace
+	UserNS     bool // the namespaces need a user namespace (not root)
 	// contained: each step runs under an init of its own in new mount,
 	// PID, IPC and UTS namespaces too, and sees only its view.
-	contained bool
-	selfExe   string // the executable that becomes the init
-	nprocFlag string // the wrapper shell's ulimit flag for processes ("" if none)
-	stackHard int64  // hard stack limit in bytes (-1 = unlimited)
-	notes     []string
+	Contained bool
+	SelfExe   string // the executable that becomes the init
+	NprocFlag string // the wrapper shell's ulimit flag for processes ("" if none)
+	StackHard int64  // hard stack limit in bytes (-1 = unlimited)
+	Notes     []string
 }
 
-const wrapperShell = "/bin/sh"
+const WrapperShell = "/bin/sh"
 
-func probeIsolation(mode IsolationMode) isolation {
-	iso := isolation{stackHard: -1}
+func Probe(none, basic bool) Isolation {
+	iso := Isolation{StackHard: -1}
 	var rl syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_STACK, &rl); err == nil && rl.Max != ^uint64(0) {
-		iso.stackHard = int64(rl.Max)
+		iso.StackHard = int64(rl.Max)
 	}
 	// dash calls the process limit -p, bash -u.
 	for _, f := range []string{"-u", "-p"} {
-		if exec.Command(wrapperShell, "-c", "ulimit "+f).Run() == nil {
-			iso.nprocFlag = f
+		if exec.Command(WrapperShell, "-c", "ulimit "+f).Run() == nil {
+			iso.NprocFlag = f
 			break
 		}
 	}
-	if mode == IsolationNone {
-		iso.notes = append(iso.notes, "isolation off: runs share this user and its network")
+	if none {
+		iso.Notes = append(iso.Notes, "isolation off: runs share this user and its network")
 		return iso
 	}
 	if os.Geteuid() == 0 {
-		iso.perRunUser = true
+		iso.PerRunUser = true
 		c := exec.Command("/bin/true")
 		c.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET}
-		iso.netns = c.Run() == nil
+		iso.NetNS = c.Run() == nil
 	} else {
 		c := exec.Command("/bin/true")
 		c.SysProcAttr = &syscall.SysProcAttr{
@@ -104,26 +109,26 @@ func probeIsolation(mode IsolationMode) isolation {
 			GidMappings: []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}},
 		}
 		if c.Run() == nil {
-			iso.netns, iso.userns = true, true
+			iso.NetNS, iso.UserNS = true, true
 		}
-		iso.notes = append(iso.notes, "running without per-run user protection (not root): no fork-bomb limit, "+
+		iso.Notes = append(iso.Notes, "running without per-run user protection (not root): no fork-bomb limit, "+
 			"processes that leave their process group may outlive a run, files may be written wherever this user can write")
 	}
-	if !iso.netns {
-		iso.notes = append(iso.notes, "running without network protection: the kernel refused a new network namespace")
-	} else if mode == IsolationBasic {
-		iso.notes = append(iso.notes, "isolation basic: runs have no filesystem view, PID or IPC namespace of their own")
+	if !iso.NetNS {
+		iso.Notes = append(iso.Notes, "running without network protection: the kernel refused a new network namespace")
+	} else if basic {
+		iso.Notes = append(iso.Notes, "isolation basic: runs have no filesystem view, PID or IPC namespace of their own")
 	} else {
 		// New derives the view and proves it works; here only whether the
 		// init can be started at all.
 		if exe, err := os.Executable(); err == nil {
-			iso.contained, iso.selfExe = true, exe
+			iso.Contained, iso.SelfExe = true, exe
 		} else {
-			iso.notes = append(iso.notes, "running without a filesystem view of its own per run: cannot find this executable: "+err.Error())
+			iso.Notes = append(iso.Notes, "running without a filesystem view of its own per run: cannot find this executable: "+err.Error())
 		}
 	}
-	if iso.nprocFlag == "" && iso.perRunUser {
-		iso.notes = append(iso.notes, "running without a process-count limit: "+wrapperShell+" has no ulimit flag for it")
+	if iso.NprocFlag == "" && iso.PerRunUser {
+		iso.Notes = append(iso.Notes, "running without a process-count limit: "+WrapperShell+" has no ulimit flag for it")
 	}
 	return iso
 }
@@ -138,7 +143,7 @@ type uidPool struct {
 	cond *sync.Cond
 }
 
-const uidSlots = 256
+const UIDSlots = 256
 
 var stepUIDs = newUIDPool()
 
@@ -146,7 +151,7 @@ func newUIDPool() *uidPool {
 	p := &uidPool{}
 	p.cond = sync.NewCond(&p.mu)
 	base := uint32(0x40000000) | uint32(os.Getpid()&0x3FFFFF)<<8
-	for i := uidSlots - 1; i >= 0; i-- {
+	for i := UIDSlots - 1; i >= 0; i-- {
 		p.free = append(p.free, base|uint32(i))
 	}
 	return p
@@ -175,70 +180,55 @@ func (p *uidPool) put(u uint32) {
 
 // rlimits are a step's limits in the kernel's units (bytes, seconds,
 // counts; 0: not set), in the order of rlimitNames.
-func (l *Local) rlimits(lim limits) [7]int64 {
-	stack := int64(lim.stackMB) << 20
-	if l.iso.stackHard >= 0 && stack > l.iso.stackHard {
-		stack = l.iso.stackHard
+func (r *Runner) Rlimits(lim Limits) [7]int64 {
+	stack := int64(lim.StackMB) << 20
+	if r.Iso.StackHard >= 0 && stack > r.Iso.StackHard {
+		stack = r.Iso.StackHard
 	}
 	var nproc int64
-	if l.iso.nprocFlag != "" && l.iso.perRunUser {
-		nproc = int64(lim.nproc)
+	if r.Iso.NprocFlag != "" && r.Iso.PerRunUser {
+		nproc = int64(lim.Nproc)
 	}
-	return [7]int64{int64(lim.cpuSec), int64(lim.fsizeMB) << 20, int64(lim.nofile),
-		int64(lim.addressMB) << 20, int64(lim.dataMB) << 20, stack, nproc}
+	return [7]int64{int64(lim.CPUSec), int64(lim.FsizeMB) << 20, int64(lim.Nofile),
+		int64(lim.AddressMB) << 20, int64(lim.DataMB) << 20, stack, nproc}
 }
 
 // wrap prefixes argv with the shell that sets the limits and then execs it.
 // Where join names fds, the shell first joins the run's group through them
 // (writing "0" to each) and closes them.
-func (l *Local) wrap(argv []string, lim limits, join []int) []string {
+func (r *Runner) Wrap(argv []string, lim Limits, join []int) []string {
 	var b strings.Builder
 	for _, fd := range join {
 		fmt.Fprintf(&b, "echo 0 >&%d && exec %d>&- && ", fd, fd)
 	}
 	b.WriteString("umask 022 && ulimit -c 0")
 	// The shell's units: seconds, 512-byte blocks, count, KiB, KiB, KiB, count.
-	flags := [7]string{"-t", "-f", "-n", "-v", "-d", "-s", l.iso.nprocFlag}
+	flags := [7]string{"-t", "-f", "-n", "-v", "-d", "-s", r.Iso.NprocFlag}
 	units := [7]int64{1, 512, 1, 1024, 1024, 1024, 1}
-	for i, v := range l.rlimits(lim) {
+	for i, v := range r.Rlimits(lim) {
 		if v > 0 {
 			fmt.Fprintf(&b, " && ulimit %s %d", flags[i], v/units[i])
 		}
 	}
 	b.WriteString(` && exec "$@"`)
-	return append([]string{wrapperShell, "-c", b.String(), "sh"}, argv...)
-}
-
-// env is the whole environment of a step: nothing of ours leaks in.
-// A toolchain's settings replace the defaults of the same name.
-func (l *Local) env(home string, extra func(lang.Host) []string) []string {
-	e := []string{"PATH=" + l.pathEnv, "HOME=" + home, "TMPDIR=" + home, "LANG=C.UTF-8", "LC_ALL=C.UTF-8"}
-	if extra == nil {
-		return e
-	}
-	more := extra(l.host())
-	for _, kv := range more {
-		name, _, _ := strings.Cut(kv, "=")
-		e = slices.DeleteFunc(e, func(d string) bool { return strings.HasPrefix(d, name+"=") })
-	}
-	return append(e, more...)
+	return append([]string{WrapperShell, "-c", b.String(), "sh"}, argv...)
 }
 
 // stepAttr is how a step's first process is started: in a group of its
 // own, killed with us, and in new namespaces as far as the host allows (a
 // contained step's init in all of them).
-func (l *Local) stepAttr(uid int) *syscall.SysProcAttr {
+func (r *Runner) Attr(uid int) *syscall.SysProcAttr {
 	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	contained := l.iso.contained
+	contained := r.Iso.Contained
 	if !contained && uid >= 0 {
 		attr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}
 	}
-	if l.iso.netns || contained {
+	if r.Iso.NetNS || contained {
 		attr.Cloneflags = syscall.CLONE_NEWNET
 		if contained {
 			attr.Cloneflags |= syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
 		}
-		if l.iso.userns {
+		if r.Iso.UserNS {
 			// One user: ours, root inside, so that the init may mount.
 			inner := os.Getuid()
 			if contained {
@@ -252,51 +242,87 @@ func (l *Local) stepAttr(uid int) *syscall.SysProcAttr {
 	return attr
 }
 
-// stepProc is a started step.
-type stepProc struct {
-	done    <-chan struct{}  // closed when every process of the step has ended
-	kill    func()           // ends the step now; may be called again
-	report  *initReport      // a contained step's init reports here
-	forked  bool             // started by the Python fork server
-	state   *os.ProcessState // exec'd steps, once done
-	waitErr error
-	pid     int // an exec'd step's first process; 0 when forked
+// Runner runs steps. Its fields are set once, before the first Run.
+type Runner struct {
+	Iso       Isolation
+	View      *View           // what contained steps see; nil without the view
+	Cgroups   *cgroup.Manager // a group per run; nil without
+	MaxOutput int             // bytes kept per stream, and per fetched file
+	TempDir   string          // where per-run users may have left files
+	Warn      func(key, msg string)
+	Now       func() time.Time
+	// Starter, if set, may start a Spec marked Forkable instead of an
+	// exec (the Python fork server).
+	Starter Starter
+
+	StarveGrants  atomic.Int64 // times a step was given back its wait (starve.go)
+	ProgramFaults atomic.Int64 // minor page faults reported by starters' programs
+
+	sem chan struct{}
 }
 
-// errForkLost: the fork server could not start the step's program, so
-// the step runs again the plain way.
-var errForkLost = errors.New("the Python fork server is gone")
+// NewRunner is a Runner that runs at most concurrency steps at once.
+func NewRunner(iso Isolation, concurrency, maxOutput int, tempDir string, warn func(key, msg string)) *Runner {
+	return &Runner{Iso: iso, MaxOutput: maxOutput, TempDir: tempDir, Warn: warn, Now: time.Now, sem: make(chan struct{}, concurrency)}
+}
+
+// Starter starts a step's first process another way than by exec (the
+// Python fork server): declared here, where it is used.
+type Starter interface {
+	// Start starts s as uid with this stdio; its first process writes
+	// "0" to each of join. An error means nothing started: the step
+	// goes the plain way.
+	Start(s *Spec, uid int, stdin, stdout, stderr *os.File, join []*os.File) (*Proc, error)
+	// Lost says that a step Start started never ran its program; the
+	// step then runs again the plain way.
+	Lost(why string)
+}
+
+// stepProc is a started step.
+type Proc struct {
+	Done       <-chan struct{}  // closed when every process of the step has ended
+	Kill       func()           // ends the step now; may be called again
+	Report     *InitReport      // a contained step's init reports here
+	ViaStarter bool             // started by the Python fork server
+	state      *os.ProcessState // exec'd steps, once done
+	waitErr    error
+	pid        int // an exec'd step's first process; 0 when forked
+}
+
+// ErrNotStarted: a Starter could not start the step's program, so the
+// step runs again the plain way.
+var ErrNotStarted = errors.New("the starter could not start the program")
 
 // runStep runs one process to completion or timeout under the Local's
 // concurrency limit. An error means the sandbox failed, not the program.
-func (l *Local) runStep(ctx context.Context, s stepSpec) (*sandboxclient.StepResult, map[string]string, error) {
+func (r *Runner) Run(ctx context.Context, s Spec) (*sandboxclient.StepResult, map[string]string, error) {
 	select {
-	case l.sem <- struct{}{}:
+	case r.sem <- struct{}{}:
 	case <-ctx.Done():
 		return nil, nil, ctx.Err()
 	}
-	defer func() { <-l.sem }()
+	defer func() { <-r.sem }()
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
 	uid := -1
-	if l.iso.perRunUser && !s.asRoot {
+	if r.Iso.PerRunUser && !s.AsRoot {
 		u := stepUIDs.get()
 		defer stepUIDs.put(u)
 		uid = int(u)
-		if s.owned != "" {
+		if s.Owned != "" {
 			if err := s.chownOwned(uid); err != nil {
 				return nil, nil, fmt.Errorf("hand directory to step user: %w", err)
 			}
 		}
 	}
-	grp := l.runGroup(s.lim)
+	grp := r.group(s.Lim)
 	if grp != nil {
-		defer l.cg.Put(grp)
+		defer r.Cgroups.Put(grp)
 	}
-	res, fetched, err := l.runStepAs(ctx, &s, uid, s.forkable, grp)
-	if errors.Is(err, errForkLost) {
-		res, fetched, err = l.runStepAs(ctx, &s, uid, false, grp)
+	res, fetched, err := r.runAs(ctx, &s, uid, s.Forkable, grp)
+	if errors.Is(err, ErrNotStarted) {
+		res, fetched, err = r.runAs(ctx, &s, uid, false, grp)
 	}
 	return res, fetched, err
 }
@@ -304,29 +330,21 @@ func (l *Local) runStep(ctx context.Context, s stepSpec) (*sandboxclient.StepRes
 // startStep starts the step's first process: through the fork server
 // where it may, else this executable as the contained step's init, else
 // the wrapped program itself.
-func (l *Local) startStep(s *stepSpec, uid int, fork bool, grp *cgroup.Run, stdin, stdout, stderr *os.File) (*stepProc, error) {
+func (r *Runner) start(s *Spec, uid int, fork bool, grp *cgroup.Run, stdin, stdout, stderr *os.File) (*Proc, error) {
 	var join []*os.File // the first process writes "0" to each: it joins the run's group
 	if grp != nil {
 		join = grp.JoinFiles()
 	}
-	if fork && uid >= 0 {
-		prelude := l.hasPrelude(s)
-		if fs := l.forkServer(s.lim, prelude); fs != nil {
-			p, err := fs.start(s, l.forkScript(s, uid), stdin, stdout, stderr, join...)
-			if err == nil {
-				l.forked.Add(1)
-				if prelude {
-					l.preludeRuns.Add(1)
-				}
-				return p, nil
-			}
+	if fork && uid >= 0 && r.Starter != nil {
+		if p, err := r.Starter.Start(s, uid, stdin, stdout, stderr, join); err == nil {
+			return p, nil
 		}
 	}
-	attr := l.stepAttr(uid)
+	attr := r.Attr(uid)
 	var cmd *exec.Cmd
-	var report *initReport
-	if l.iso.contained {
-		argv := l.wrap(s.argv, s.lim, nil)
+	var report *InitReport
+	if r.Iso.Contained {
+		argv := r.Wrap(s.Argv, s.Lim, nil)
 		var sc nsinit.Script
 		if len(join) > 0 {
 			fds := make([]string, len(join))
@@ -335,35 +353,35 @@ func (l *Local) startStep(s *stepSpec, uid int, fork bool, grp *cgroup.Run, stdi
 			}
 			sc.Op(nsinit.OpJoin, fds...)
 		}
-		script := append(sc.Bytes(), l.view.script(s, uid, argv, l.opts.MaxOutputBytes)...)
+		script := append(sc.Bytes(), r.View.Script(s, uid, argv, r.MaxOutput)...)
 		var err error
-		if cmd, report, err = l.initCommand(script, attr, join...); err != nil {
+		if cmd, report, err = r.InitCommand(script, attr, join...); err != nil {
 			return nil, err
 		}
 	} else {
 		fds := make([]int, len(join))
 		for i := range join {
-			fds[i] = 3 + len(s.extraFiles) + i
+			fds[i] = 3 + len(s.ExtraFiles) + i
 		}
-		argv := l.wrap(s.argv, s.lim, fds)
-		extra := append(s.extraFiles[:len(s.extraFiles):len(s.extraFiles)], join...)
-		cmd = &exec.Cmd{Path: argv[0], Args: argv, Dir: s.dir, Env: s.env, SysProcAttr: attr, ExtraFiles: extra}
+		argv := r.Wrap(s.Argv, s.Lim, fds)
+		extra := append(s.ExtraFiles[:len(s.ExtraFiles):len(s.ExtraFiles)], join...)
+		cmd = &exec.Cmd{Path: argv[0], Args: argv, Dir: s.Dir, Env: s.Env, SysProcAttr: attr, ExtraFiles: extra}
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 	err := cmd.Start()
 	if report != nil {
-		report.started(err == nil)
+		report.Started(err == nil)
 	}
 	if err != nil {
 		if report != nil {
-			report.close()
+			report.Close()
 		}
 		return nil, err
 	}
 	done := make(chan struct{})
-	p := &stepProc{done: done, report: report, pid: cmd.Process.Pid}
+	p := &Proc{Done: done, Report: report, pid: cmd.Process.Pid}
 	pgid := cmd.Process.Pid
-	p.kill = func() { syscall.Kill(-pgid, syscall.SIGKILL) }
+	p.Kill = func() { syscall.Kill(-pgid, syscall.SIGKILL) }
 	go func() {
 		p.state, p.waitErr = cmd.Process.Wait()
 		close(done)
@@ -374,24 +392,24 @@ func (l *Local) startStep(s *stepSpec, uid int, fork bool, grp *cgroup.Run, stdi
 // runGroup is a cgroup for one step, bounded for its limits; nil where the
 // sandbox has none (a failure to make one is said once, and the step runs
 // under its per-process limits alone).
-func (l *Local) runGroup(lim limits) *cgroup.Run {
-	if l.cg == nil {
+func (r *Runner) group(lim Limits) *cgroup.Run {
+	if r.Cgroups == nil {
 		return nil
 	}
-	grp, err := l.cg.Get(cgroup.Limits{MemoryBytes: runMemoryBytes(lim), Pids: lim.nproc + runGroupExtraPids})
+	grp, err := r.Cgroups.Get(cgroup.Limits{MemoryBytes: RunMemoryBytes(lim), Pids: lim.Nproc + runGroupExtraPids})
 	if err != nil {
-		l.warn("cgroup", "a run went without a cgroup of its own: "+err.Error())
+		r.Warn("cgroup", "a run went without a cgroup of its own: "+err.Error())
 		return nil
 	}
 	return grp
 }
 
-// runMemoryBytes bounds the memory of all a run's processes together:
+// RunMemoryBytes bounds the memory of all a run's processes together:
 // four processes at the per-process limit, and never below 4 GiB, so that
 // a normal program (one process, or a few threads) is bounded by the
 // per-process rule alone, as on SandboxFusion.
-func runMemoryBytes(lim limits) int64 {
-	return max(4*int64(lim.addressMB)<<20, 4<<30)
+func RunMemoryBytes(lim Limits) int64 {
+	return max(4*int64(lim.AddressMB)<<20, 4<<30)
 }
 
 // runGroupExtraPids is room in a run's process bound for what starts the
@@ -400,7 +418,7 @@ const runGroupExtraPids = 8
 
 // stepProcs are the /proc directories of a step's live processes: its
 // group's where it has one, else found by user or PID namespace.
-func (l *Local) stepProcs(grp *cgroup.Run, uid, pid int, age time.Duration) []string {
+func (r *Runner) procs(grp *cgroup.Run, uid, pid int, age time.Duration) []string {
 	if grp == nil {
 		return stepTasks(uid, pid, age)
 	}
@@ -413,7 +431,7 @@ func (l *Local) stepProcs(grp *cgroup.Run, uid, pid int, age time.Duration) []st
 
 // openPipes opens n pipes and returns their ends, the read end first for
 // each; on an error none is left open.
-func openPipes(n int) ([]*os.File, error) {
+func OpenPipes(n int) ([]*os.File, error) {
 	ends := make([]*os.File, 0, 2*n)
 	for range n {
 		r, w, err := os.Pipe()
@@ -428,9 +446,9 @@ func openPipes(n int) ([]*os.File, error) {
 	return ends, nil
 }
 
-func (l *Local) runStepAs(ctx context.Context, s *stepSpec, uid int, fork bool, grp *cgroup.Run) (*sandboxclient.StepResult, map[string]string, error) {
-	perUser, contained := uid >= 0, l.iso.contained
-	pipes, err := openPipes(3) // stdin, stdout, stderr
+func (r *Runner) runAs(ctx context.Context, s *Spec, uid int, fork bool, grp *cgroup.Run) (*sandboxclient.StepResult, map[string]string, error) {
+	perUser, contained := uid >= 0, r.Iso.Contained
+	pipes, err := OpenPipes(3) // stdin, stdout, stderr
 	if err != nil {
 		return nil, nil, err
 	}
@@ -443,12 +461,12 @@ func (l *Local) runStepAs(ctx context.Context, s *stepSpec, uid int, fork bool, 
 		}
 	}
 	inW, outR, errR := pipes[1], pipes[2], pipes[4]
-	start := l.now()
+	start := r.Now()
 	stderrW := pipes[5]
-	if s.mergeStderr {
+	if s.MergeStderr {
 		stderrW = pipes[3]
 	}
-	p, err := l.startStep(s, uid, fork, grp, pipes[0], pipes[3], stderrW)
+	p, err := r.start(s, uid, fork, grp, pipes[0], pipes[3], stderrW)
 	pipes[0].Close()
 	pipes[3].Close()
 	pipes[5].Close()
@@ -462,34 +480,34 @@ func (l *Local) runStepAs(ctx context.Context, s *stepSpec, uid int, fork bool, 
 		// The server reports a step it could not start as status Error.
 		return &sandboxclient.StepResult{Status: sandboxclient.StepError, Stderr: "exception on running command: " + err.Error()}, nil, nil
 	}
-	if p.report != nil {
-		defer p.report.close()
+	if p.Report != nil {
+		defer p.Report.Close()
 	}
 
-	outMax := l.opts.MaxOutputBytes
+	outMax := r.MaxOutput
 	var wg sync.WaitGroup
-	stdout, stderr := &cappedBuffer{max: outMax}, &cappedBuffer{max: outMax}
+	stdout, stderr := &CappedBuffer{max: outMax}, &CappedBuffer{max: outMax}
 	wg.Add(3)
-	go func() { defer wg.Done(); stdout.drain(outR) }()
-	go func() { defer wg.Done(); stderr.drain(errR) }()
+	go func() { defer wg.Done(); stdout.Drain(outR) }()
+	go func() { defer wg.Done(); stderr.Drain(errR) }()
 	go func() {
 		defer wg.Done()
-		inW.Write(s.stdin) // a program that does not read its input is no error
+		inW.Write(s.Stdin) // a program that does not read its input is no error
 		inW.Close()
 	}()
 
 	// A contained step's clock starts when its init starts the program,
 	// not while it builds the view.
-	if p.report != nil {
+	if p.Report != nil {
 		select {
-		case <-p.report.startedC:
-			start = l.now()
-		case <-p.done:
+		case <-p.Report.startedC:
+			start = r.Now()
+		case <-p.Done:
 		case <-ctx.Done():
 		case <-time.After(initSetupTimeout):
 		}
 	}
-	timer := time.NewTimer(s.timeout)
+	timer := time.NewTimer(s.Timeout)
 	defer timer.Stop()
 	timedOut, cancelled, starved := false, false, false
 	var granted time.Duration // time given back for waiting (starve.go)
@@ -497,20 +515,20 @@ func (l *Local) runStepAs(ctx context.Context, s *stepSpec, uid int, fork bool, 
 wait:
 	for {
 		select {
-		case <-p.done:
+		case <-p.Done:
 		case <-timer.C:
-			if l.iso.contained || uid >= 0 || grp != nil {
-				elapsed := l.now().Sub(start)
-				c := readStepCPU(l.stepProcs(grp, uid, p.pid, elapsed))
+			if r.Iso.Contained || uid >= 0 || grp != nil {
+				elapsed := r.Now().Sub(start)
+				c := readStepCPU(r.procs(grp, uid, p.pid, elapsed))
 				if grp != nil {
 					// The group counts the CPU of processes that ended too.
 					c.run = max(c.run, grp.CPU())
 				}
 				waited = c.busiestWait
-				extra, st := starvation(s.timeout, elapsed, granted, c)
+				extra, st := starvation(s.Timeout, elapsed, granted, c)
 				if extra > 0 {
 					granted += extra
-					l.starveGrants.Add(1)
+					r.StarveGrants.Add(1)
 					timer.Reset(extra)
 					continue wait
 				}
@@ -522,13 +540,13 @@ wait:
 		}
 		break
 	}
-	elapsed := l.now().Sub(start)
+	elapsed := r.Now().Sub(start)
 	// Whatever happened, nothing of the step may live on: the group first,
 	// then (as a user of its own) everything that user still runs. A
 	// contained step's namespace dies with its init.
-	p.kill()
-	<-p.done
-	p.kill()
+	p.Kill()
+	<-p.Done
+	p.Kill()
 	var cpu time.Duration
 	if grp != nil {
 		grp.Kill() // what left the step's process group (isolation basic)
@@ -536,7 +554,7 @@ wait:
 	}
 	if perUser && !contained {
 		killUser(uint32(uid))
-		removeUserFiles(uint32(uid), l.opts.TempDir)
+		removeUserFiles(uint32(uid), r.TempDir)
 	}
 	// Output and input pipes end when the last holder dies; a holder that
 	// escaped (possible only without a user of its own) cannot stall us.
@@ -575,25 +593,25 @@ wait:
 	res.Status = sandboxclient.StepFinished
 	var ws syscall.WaitStatus
 	var fetched map[string]string
-	if p.report != nil {
-		r, err := p.report.result(p.state)
+	if p.Report != nil {
+		ir, err := p.Report.result(p.state)
 		if err != nil {
-			if p.forked && !p.report.hasStarted() {
+			if p.ViaStarter && !p.Report.hasStarted() {
 				// The program never started: it runs again the plain way.
-				l.forkFailed(err.Error())
-				return nil, nil, errForkLost
+				r.Starter.Lost(err.Error())
+				return nil, nil, ErrNotStarted
 			}
 			return nil, nil, err
 		}
-		if r.noStart != "" {
-			return &sandboxclient.StepResult{Status: sandboxclient.StepError, Stderr: r.noStart}, nil, nil
+		if ir.noStart != "" {
+			return &sandboxclient.StepResult{Status: sandboxclient.StepError, Stderr: ir.noStart}, nil, nil
 		}
-		ws, fetched = r.status, r.files
-		res.ExecutionTime = r.elapsed.Seconds()
-		l.forkedFaults.Add(r.faults)
+		ws, fetched = ir.status, ir.files
+		res.ExecutionTime = ir.elapsed.Seconds()
+		r.ProgramFaults.Add(ir.faults)
 	} else {
 		ws, _ = p.state.Sys().(syscall.WaitStatus)
-		fetched = fetchFiles(s.dir, s.fetch, l.opts.MaxOutputBytes)
+		fetched = fetchFiles(s.Dir, s.Fetch, r.MaxOutput)
 	}
 	rc := ws.ExitStatus()
 	if ws.Signaled() {
@@ -604,13 +622,13 @@ wait:
 }
 
 // cappedBuffer keeps the first max bytes written and counts the rest.
-type cappedBuffer struct {
+type CappedBuffer struct {
 	max     int
 	buf     bytes.Buffer
 	dropped int64
 }
 
-func (c *cappedBuffer) drain(f *os.File) {
+func (c *CappedBuffer) Drain(f *os.File) {
 	chunk := make([]byte, 64<<10)
 	for {
 		n, err := f.Read(chunk)
@@ -628,14 +646,14 @@ func (c *cappedBuffer) drain(f *os.File) {
 	}
 }
 
-func (c *cappedBuffer) String(string) string { return strings.ToValidUTF8(c.buf.String(), "\uFFFD") }
+func (c *CappedBuffer) String(string) string { return strings.ToValidUTF8(c.buf.String(), "\uFFFD") }
 
-func (c *cappedBuffer) note(stream string) string {
+func (c *CappedBuffer) note(stream string) string {
 	return fmt.Sprintf("\n[verl-score sandbox: %s cut: kept the first %d bytes, discarded %d more]\n", stream, c.buf.Len(), c.dropped)
 }
 
 // chownTree gives a directory tree to uid:gid.
-func chownTree(dir string, uid, gid int) error {
+func ChownTree(dir string, uid, gid int) error {
 	return filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -714,4 +732,28 @@ func removeUserFiles(uid uint32, tempDir string) {
 			}
 		}
 	}
+}
+
+// NewCappedBuffer keeps the first max bytes written to it.
+func NewCappedBuffer(max int) *CappedBuffer { return &CappedBuffer{max: max} }
+
+// HoldAllButOne takes every slot but one, as the steps in progress end,
+// so that the steps run next go alone; release gives them back.
+func (r *Runner) HoldAllButOne(ctx context.Context) (release func(), err error) {
+	held := 0
+	release = func() {
+		for range held {
+			<-r.sem
+		}
+	}
+	for held < cap(r.sem)-1 {
+		select {
+		case r.sem <- struct{}{}:
+			held++
+		case <-ctx.Done():
+			release()
+			return nil, ctx.Err()
+		}
+	}
+	return release, nil
 }

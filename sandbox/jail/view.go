@@ -1,6 +1,6 @@
 //go:build linux
 
-package sandbox
+package jail
 
 import (
 	"fmt"
@@ -15,25 +15,25 @@ import (
 
 // Paths inside a contained step's view.
 const (
-	viewRunDir   = "/sandbox" // the run's own directory: cwd, HOME, TMPDIR
-	viewBuildDir = "/build"   // the compiled program (read-only in runs)
-	viewSizeMB   = 256        // the step's writable space: /sandbox, /tmp, /dev/shm
+	RunDir       = "/sandbox" // the run's own directory: cwd, HOME, TMPDIR
+	BuildDir     = "/build"   // the compiled program (read-only in runs)
+	SizeMB       = 256        // the step's writable space: /sandbox, /tmp, /dev/shm
 	viewRunSpace = "/.run"    // where that space is mounted
 )
 
 // viewBind is one host path shown inside the view, at the same path unless
 // target says otherwise.
-type viewBind struct {
-	source, target string
-	flags          int // nsinit.Bind*
+type Bind struct {
+	Source, Target string
+	Flags          int // nsinit.Bind*
 }
 
 // view is what every contained step of a Local sees, read-only: the
 // system's programs and libraries, the toolchains, the few files of /etc
 // they read, and the harmless devices. Nothing else of the host.
-type view struct {
+type View struct {
 	mount string // the empty directory each step mounts its view on
-	binds []viewBind
+	binds []Bind
 	links [][2]string // target, path
 }
 
@@ -45,11 +45,11 @@ var etcEntries = []string{"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternat
 var devNodes = []string{"null", "zero", "full", "random", "urandom"}
 
 // newView lays out the view of a Local with the given toolchains.
-func newView(mount string, tools map[string]string) *view {
-	v := &view{mount: mount}
+func NewView(mount string, tools map[string]string) *View {
+	v := &View{mount: mount}
 	covered := func(p string) bool {
 		for _, b := range v.binds {
-			if p == b.source || strings.HasPrefix(p, b.source+"/") {
+			if p == b.Source || strings.HasPrefix(p, b.Source+"/") {
 				return true
 			}
 		}
@@ -66,7 +66,7 @@ func newView(mount string, tools map[string]string) *view {
 				v.links = append(v.links, [2]string{t, p})
 			}
 		case fi.IsDir():
-			v.binds = append(v.binds, viewBind{source: p, target: p})
+			v.binds = append(v.binds, Bind{Source: p, Target: p})
 		}
 	}
 	// Toolchains outside /usr (rustup, pyenv, a Go or Node.js tarball):
@@ -87,14 +87,14 @@ func newView(mount string, tools map[string]string) *view {
 		}
 		if n == lang.NodeRuntime {
 			// A directory, bound as it is.
-			v.binds = append(v.binds, viewBind{source: real, target: real})
+			v.binds = append(v.binds, Bind{Source: real, Target: real})
 			continue
 		}
 		root := filepath.Dir(filepath.Dir(real))
 		if root == "/" || root == "." {
 			root = filepath.Dir(real)
 		}
-		v.binds = append(v.binds, viewBind{source: root, target: root})
+		v.binds = append(v.binds, Bind{Source: root, Target: root})
 	}
 	etc := append([]string{}, etcEntries...)
 	if m, _ := filepath.Glob("/etc/java*"); len(m) > 0 {
@@ -112,15 +112,15 @@ func newView(mount string, tools map[string]string) *view {
 				v.links = append(v.links, [2]string{t, p})
 			}
 		case fi.IsDir():
-			v.binds = append(v.binds, viewBind{source: p, target: p})
+			v.binds = append(v.binds, Bind{Source: p, Target: p})
 		case fi.Mode().IsRegular():
-			v.binds = append(v.binds, viewBind{source: p, target: p, flags: nsinit.BindFile})
+			v.binds = append(v.binds, Bind{Source: p, Target: p, Flags: nsinit.BindFile})
 		}
 	}
 	for _, d := range devNodes {
 		p := "/dev/" + d
 		if fi, err := os.Stat(p); err == nil && fi.Mode()&os.ModeDevice != 0 {
-			v.binds = append(v.binds, viewBind{source: p, target: p, flags: nsinit.BindFile | nsinit.BindDevice | nsinit.BindWritable})
+			v.binds = append(v.binds, Bind{Source: p, Target: p, Flags: nsinit.BindFile | nsinit.BindDevice | nsinit.BindWritable})
 		}
 	}
 	v.links = append(v.links, [2]string{"/proc/self/fd", "/dev/fd"}, [2]string{"/proc/self/fd/0", "/dev/stdin"},
@@ -129,14 +129,14 @@ func newView(mount string, tools map[string]string) *view {
 }
 
 // viewStep is what one step adds to the common view.
-type viewStep struct {
-	binds []viewBind
-	files map[string][]byte // written into viewRunDir, owned by the step user
+type ViewStep struct {
+	Binds []Bind
+	Files map[string][]byte // written into viewRunDir, owned by the step user
 	// abs are the request's files at absolute paths, written into the
 	// step's own space (see absoluteRoots); they exist only in its view.
-	abs   map[string][]byte
-	fetch []string          // names under viewRunDir, or absolute paths, read back after the run
-	links map[string]string // name in viewRunDir -> what it points to
+	Abs   map[string][]byte
+	Fetch []string          // names under viewRunDir, or absolute paths, read back after the run
+	Links map[string]string // name in viewRunDir -> what it points to
 }
 
 // absoluteRoots are the top directories a step's absolute file paths
@@ -150,7 +150,7 @@ func absoluteRoots(abs map[string][]byte, fetch []string) []string {
 			return
 		}
 		top := "/" + strings.SplitN(strings.TrimPrefix(filepath.Clean(p), "/"), "/", 2)[0]
-		if top == "/tmp" || top == viewRunDir || top == "/dev" || seen[top] {
+		if top == "/tmp" || top == RunDir || top == "/dev" || seen[top] {
 			return
 		}
 		seen[top] = true
@@ -171,20 +171,20 @@ func absoluteRoots(abs map[string][]byte, fetch []string) []string {
 // and lie in /tmp, /dev/shm, the run directory, or a top directory the
 // view does not already have (/mnt, /data, /home ...), never in the
 // system's or a toolchain's tree.
-func (v *view) absoluteAllowed(p string) string {
+func (v *View) AbsoluteAllowed(p string) string {
 	if filepath.Clean(p) != p || p == "/" {
 		return "is not a clean absolute path"
 	}
 	top := "/" + strings.SplitN(p[1:], "/", 2)[0]
 	switch {
-	case p == "/tmp" || p == "/dev/shm" || p == viewRunDir:
+	case p == "/tmp" || p == "/dev/shm" || p == RunDir:
 		return "is a directory of the view"
-	case top == "/tmp" || top == viewRunDir || strings.HasPrefix(p, "/dev/shm/"):
+	case top == "/tmp" || top == RunDir || strings.HasPrefix(p, "/dev/shm/"):
 		return ""
 	}
-	reserved := map[string]bool{"/proc": true, "/dev": true, "/etc": true, viewBuildDir: true, viewRunSpace: true}
+	reserved := map[string]bool{"/proc": true, "/dev": true, "/etc": true, BuildDir: true, viewRunSpace: true}
 	for _, b := range v.binds {
-		reserved["/"+strings.SplitN(strings.TrimPrefix(b.target, "/"), "/", 2)[0]] = true
+		reserved["/"+strings.SplitN(strings.TrimPrefix(b.Target, "/"), "/", 2)[0]] = true
 	}
 	for _, ln := range v.links {
 		reserved["/"+strings.SplitN(strings.TrimPrefix(ln[1], "/"), "/", 2)[0]] = true
@@ -197,20 +197,20 @@ func (v *view) absoluteAllowed(p string) string {
 
 // script is the init's script for one step: argv runs in dir as uid
 // (-1: as the init's own user).
-func (v *view) script(s *stepSpec, uid int, argv []string, maxFetch int) []byte {
+func (v *View) Script(s *Spec, uid int, argv []string, maxFetch int) []byte {
 	var sc nsinit.Script
 	itoa := nsinit.Itoa
-	sc.Op(nsinit.OpTmpfs, v.mount, itoa(viewSizeMB))
-	for _, b := range append(v.binds[:len(v.binds):len(v.binds)], s.view.binds...) {
-		sc.Op(nsinit.OpBind, b.source, b.target, itoa(b.flags))
+	sc.Op(nsinit.OpTmpfs, v.mount, itoa(SizeMB))
+	for _, b := range append(v.binds[:len(v.binds):len(v.binds)], s.View.Binds...) {
+		sc.Op(nsinit.OpBind, b.Source, b.Target, itoa(b.Flags))
 	}
 	for _, ln := range v.links {
 		sc.Op(nsinit.OpSymlink, ln[0], ln[1])
 	}
 	sc.Op(nsinit.OpFile, "/etc/hosts", itoa(0o644), "-1", "-1", "127.0.0.1\tlocalhost\n::1\tlocalhost\n")
-	v.runSpace(&sc, s, uid)
+	v.RunSpace(&sc, s, uid)
 	sc.Op(nsinit.OpPivot, v.mount)
-	runOps(&sc, s, uid, argv, maxFetch)
+	RunOps(&sc, s, uid, argv, maxFetch)
 	return sc.Bytes()
 }
 
@@ -219,81 +219,81 @@ func (v *view) script(s *stepSpec, uid int, argv []string, maxFetch int) []byte 
 // its place, the request's files, and a procfs of its PID namespace. A
 // fork-server run builds just this part over the server's view, so both
 // ways give the same mounts.
-func (v *view) runSpace(sc *nsinit.Script, s *stepSpec, uid int) {
+func (v *View) RunSpace(sc *nsinit.Script, s *Spec, uid int) {
 	itoa := nsinit.Itoa
 	owner := uid // -1: the init's own user (root of a user namespace)
 	shown := max(owner, 0)
 	sp := viewRunSpace
-	sc.Op(nsinit.OpRunSpace, sp, itoa(viewSizeMB))
+	sc.Op(nsinit.OpRunSpace, sp, itoa(SizeMB))
 	sc.Op(nsinit.OpMkdir, sp+"/tmp", itoa(0o1777), "-1", "-1")
 	sc.Op(nsinit.OpMkdir, sp+"/shm", itoa(0o1777), "-1", "-1")
 	sc.Op(nsinit.OpFile, sp+"/passwd", itoa(0o644), "-1", "-1",
-		fmt.Sprintf("root:x:0:0:root:/root:/bin/sh\nsandbox:x:%d:%d:sandbox:%s:/bin/sh\n", shown, shown, viewRunDir))
+		fmt.Sprintf("root:x:0:0:root:/root:/bin/sh\nsandbox:x:%d:%d:sandbox:%s:/bin/sh\n", shown, shown, RunDir))
 	sc.Op(nsinit.OpFile, sp+"/group", itoa(0o644), "-1", "-1", fmt.Sprintf("root:x:0:\nsandbox:x:%d:\n", shown))
 	inView := nsinit.BindInView
 	sc.Op(nsinit.OpBind, sp+"/tmp", "/tmp", itoa(inView|nsinit.BindWritable))
 	sc.Op(nsinit.OpBind, sp+"/shm", "/dev/shm", itoa(inView|nsinit.BindWritable))
 	sc.Op(nsinit.OpBind, sp+"/passwd", "/etc/passwd", itoa(inView|nsinit.BindFile))
 	sc.Op(nsinit.OpBind, sp+"/group", "/etc/group", itoa(inView|nsinit.BindFile))
-	if s.dir == viewRunDir {
+	if s.Dir == RunDir {
 		sc.Op(nsinit.OpMkdir, sp+"/sandbox", itoa(0o755), itoa(owner), itoa(owner))
-		sc.Op(nsinit.OpBind, sp+"/sandbox", viewRunDir, itoa(inView|nsinit.BindWritable))
-		names := make([]string, 0, len(s.view.files))
-		for n := range s.view.files {
+		sc.Op(nsinit.OpBind, sp+"/sandbox", RunDir, itoa(inView|nsinit.BindWritable))
+		names := make([]string, 0, len(s.View.Files))
+		for n := range s.View.Files {
 			names = append(names, n)
 		}
 		sort.Strings(names)
 		for _, n := range names {
-			sc.Op(nsinit.OpFile, viewRunDir+"/"+filepath.Clean(n), itoa(0o644), itoa(owner), itoa(owner), string(s.view.files[n]))
+			sc.Op(nsinit.OpFile, RunDir+"/"+filepath.Clean(n), itoa(0o644), itoa(owner), itoa(owner), string(s.View.Files[n]))
 		}
 	}
-	links := make([]string, 0, len(s.view.links))
-	for n := range s.view.links {
+	links := make([]string, 0, len(s.View.Links))
+	for n := range s.View.Links {
 		links = append(links, n)
 	}
 	sort.Strings(links)
 	for _, n := range links {
-		sc.Op(nsinit.OpSymlink, s.view.links[n], viewRunDir+"/"+n)
+		sc.Op(nsinit.OpSymlink, s.View.Links[n], RunDir+"/"+n)
 	}
 	// Absolute paths outside the directories above get a directory of
 	// their own at the top, in the step's space: nothing reaches the host.
-	for _, top := range absoluteRoots(s.view.abs, s.view.fetch) {
+	for _, top := range absoluteRoots(s.View.Abs, s.View.Fetch) {
 		sc.Op(nsinit.OpMkdir, sp+"/abs", itoa(0o755), "-1", "-1")
 		sc.Op(nsinit.OpMkdir, sp+"/abs"+top, itoa(0o755), itoa(owner), itoa(owner))
 		sc.Op(nsinit.OpBind, sp+"/abs"+top, top, itoa(inView|nsinit.BindWritable))
 	}
-	names := make([]string, 0, len(s.view.abs))
-	for n := range s.view.abs {
+	names := make([]string, 0, len(s.View.Abs))
+	for n := range s.View.Abs {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		sc.Op(nsinit.OpFile, n, itoa(0o644), itoa(owner), itoa(owner), string(s.view.abs[n]))
+		sc.Op(nsinit.OpFile, n, itoa(0o644), itoa(owner), itoa(owner), string(s.View.Abs[n]))
 	}
 	sc.Op(nsinit.OpProc, "/proc")
 }
 
 // runOps say what to run, as whom, and what to read back.
-func runOps(sc *nsinit.Script, s *stepSpec, uid int, argv []string, maxFetch int) {
+func RunOps(sc *nsinit.Script, s *Spec, uid int, argv []string, maxFetch int) {
 	itoa := nsinit.Itoa
 	gid := uid
-	sc.Op(nsinit.OpExec, append([]string{s.dir, itoa(uid), itoa(gid)}, argv...)...)
-	sc.Op(nsinit.OpEnv, s.env...)
-	if len(s.view.fetch) > 0 {
-		sc.Op(nsinit.OpFetch, append([]string{itoa(maxFetch)}, s.view.fetch...)...)
+	sc.Op(nsinit.OpExec, append([]string{s.Dir, itoa(uid), itoa(gid)}, argv...)...)
+	sc.Op(nsinit.OpEnv, s.Env...)
+	if len(s.View.Fetch) > 0 {
+		sc.Op(nsinit.OpFetch, append([]string{itoa(maxFetch)}, s.View.Fetch...)...)
 	}
 }
 
 // reachable reports whether a user other than root can run p (read it,
 // for a jar) inside the view: it lies in a bound tree, and every directory from the tree's root
 // down, and p itself, are open to others.
-func (v *view) reachable(p string) bool {
+func (v *View) Reachable(p string) bool {
 	real, err := filepath.EvalSymlinks(p)
 	if err != nil {
 		return false
 	}
 	for _, b := range v.binds {
-		if real != b.source && !strings.HasPrefix(real, b.source+"/") {
+		if real != b.Source && !strings.HasPrefix(real, b.Source+"/") {
 			continue
 		}
 		need := os.FileMode(0o001) // run by others; a jar is read
@@ -304,12 +304,12 @@ func (v *view) reachable(p string) bool {
 		if err != nil || fi.Mode().Perm()&need == 0 {
 			return false
 		}
-		for d := filepath.Dir(real); len(d) >= len(b.source); d = filepath.Dir(d) {
+		for d := filepath.Dir(real); len(d) >= len(b.Source); d = filepath.Dir(d) {
 			fi, err := os.Stat(d)
 			if err != nil || fi.Mode().Perm()&0o001 == 0 {
 				return false
 			}
-			if d == b.source {
+			if d == b.Source {
 				break
 			}
 		}
