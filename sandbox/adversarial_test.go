@@ -387,3 +387,47 @@ func isZombie(pid string) bool {
 	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z' || b[i+2] == 'X'
 }
 
+// TestHostileKillsItsParent: what supervises a run is neither killable
+// from it nor readable. A program that kills its parent, as SandboxFusion
+// lets it (the parent there is a shell of its own user), goes on and its
+// output stands; so after every other signal sent to its parent, and its
+// attempts to read or trace that parent. On both ways a Python run starts
+// (.ci/run runs this test with VERL_SCORE_TEST_PLAIN_PYTHON=1 too), and for
+// a compiled program.
+func TestHostileKillsItsParent(t *testing.T) {
+	l := sharedSandbox(t)
+	if !l.j.Iso.Contained {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("no filesystem view on a CI machine")
+		}
+		t.Skip("SKIPPED: without the filesystem view a run's parent is this process")
+	}
+	code := `import os, signal
+ppid = os.getppid()
+os.kill(ppid, signal.SIGKILL)
+for s in range(1, 65):
+    if s in (signal.SIGKILL, signal.SIGSTOP):
+        continue
+    try:
+        os.kill(ppid, s)
+    except OSError as e:
+        print("refused", s, e.errno)
+for what in ("environ", "mem", "maps", "fd"):
+    try:
+        p = "/proc/%d/%s" % (ppid, what)
+        print("read", what, os.listdir(p) if what == "fd" else len(open(p, "rb").read()))
+    except OSError:
+        pass
+print("alive", ppid)
+`
+	resp := runCode(t, l, "python", code, 10, 1024)
+	if resp.RunResult == nil || resp.RunResult.Stdout != "alive 1\n" || resp.Status != sandboxclient.StatusSuccess {
+		t.Fatalf("got %s, want the program to go on and print only \"alive 1\"", respText(resp, nil))
+	}
+	needTools(t, l, "cpp")
+	cpp := "#include <csignal>\n#include <cstdio>\n#include <unistd.h>\nint main(){ pid_t p = getppid(); if (kill(p, SIGKILL) != 0) return 3; kill(p, SIGTERM); printf(\"alive %d\\n\", (int)p); }\n"
+	resp = runCode(t, l, "cpp", cpp, 10, 1024)
+	if resp.RunResult == nil || resp.RunResult.Stdout != "alive 1\n" {
+		t.Fatalf("C++: got %s, want \"alive 1\"", respText(resp, nil))
+	}
+}

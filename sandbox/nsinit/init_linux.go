@@ -151,6 +151,20 @@ func run() int {
 	syscall.Close(0)
 	syscall.Close(1)
 	syscall.Close(2)
+	// Nothing the program does may end this process, which supervises it:
+	// as the namespace's init it gets no signal from inside for which it
+	// has no handler, so its handlers go (the Go runtime's own included:
+	// this process only waits from here on). Its real user becomes the
+	// program's, so that a program that kills its parent succeeds and
+	// goes on, as on SandboxFusion, where that parent is a shell of its
+	// own user; not being dumpable, it can still be neither traced nor
+	// read through /proc.
+	// (The user first: Go changes it on every thread through a signal of
+	// its own.)
+	if uid >= 0 {
+		syscall.Setresuid(uid, -1, -1)
+	}
+	defaultSignals()
 	var ws syscall.WaitStatus
 	for {
 		wpid, err := syscall.Wait4(-1, &ws, 0, nil)
@@ -407,4 +421,17 @@ func monotonic() int64 {
 	var ts syscall.Timespec
 	syscall.RawSyscall(syscall.SYS_CLOCK_GETTIME, 1, uintptr(unsafe.Pointer(&ts)), 0)
 	return ts.Nano()
+}
+
+// defaultSignals sets every signal's disposition to SIG_DFL. A zeroed
+// kernel sigaction is SIG_DFL with no flags and an empty mask, whatever
+// the architecture's layout, so one buffer serves every signal.
+func defaultSignals() {
+	var act [4]uint64
+	for sig := 1; sig <= 64; sig++ {
+		if sig == int(syscall.SIGKILL) || sig == int(syscall.SIGSTOP) {
+			continue
+		}
+		syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&act[0])), 0, 8, 0, 0)
+	}
 }
