@@ -1,10 +1,15 @@
 package job
 
 import (
+	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/verl-score/verl-score/rollout"
 )
 
 // benchRecord is a finished row as a codecontests run journals it: eight
@@ -100,4 +105,27 @@ func journalRows(t *testing.T, path string) int {
 		t.Fatal(fmt.Errorf("load journal: %w", err))
 	}
 	return len(rows)
+}
+
+// A run that fails before it has finished a row leaves nothing behind: no
+// journal (there is nothing to resume), no output (issue #27, row 12).
+// Here --shard on standard input, whose rows cannot be counted first.
+func TestFailedRunLeavesNoJournal(t *testing.T) {
+	dir := t.TempDir()
+	in, err := os.Open("../testdata/example.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	opts := jobOptions("-", filepath.Join(dir, "out.jsonl"))
+	opts.Stdin = in
+	opts.Shard = &rollout.ShardSpec{K: 0, N: 2}
+	_, err = runOn(context.Background(), embedded(t), opts)
+	if err == nil || !strings.Contains(err.Error(), "--shard") {
+		t.Fatalf("got %v, want the --shard error", err)
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		t.Errorf("left behind after %q: %s", err, e.Name())
+	}
 }

@@ -198,11 +198,20 @@ func Run(ctx context.Context, eng *score.Engine, opts Options) (*Summary, error)
 		defer cw.abort()
 	}
 	var jr *journal
+	var p *pipeline
 	if !toStdout {
 		jr, err = createJournal(jpath, journalHeader{Version: journalVersion, Input: opts.Input, Fingerprint: fp}, done)
 		if err != nil {
 			return nil, err
 		}
+		// A run that fails before it has finished a row leaves no journal
+		// behind: there is nothing to resume.
+		defer func() {
+			if !committed && len(done) == 0 && (p == nil || p.rowsDone == 0) {
+				jr.close()
+				os.Remove(jpath)
+			}
+		}()
 		defer jr.close()
 	}
 
@@ -223,7 +232,7 @@ func Run(ctx context.Context, eng *score.Engine, opts Options) (*Summary, error)
 		rows.Total.Store(int64(opts.Shard.K+1)*total/int64(opts.Shard.N) - int64(opts.Shard.K)*total/int64(opts.Shard.N))
 	}
 
-	p := &pipeline{opts: opts, mode: eng.Options().Mode, wo: writeOptions(eng.Options()), w: w, cw: cw, jr: jr, done: done, slotOf: map[int64]slot{},
+	p = &pipeline{opts: opts, mode: eng.Options().Mode, wo: writeOptions(eng.Options()), w: w, cw: cw, jr: jr, done: done, slotOf: map[int64]slot{},
 		sum: newSummary(opts.Input, opts.Output, opts.MaskInfra, opts.PassK), rows: rows}
 	in := make(chan score.Solution, 64)
 	readErr := make(chan error, 1)
