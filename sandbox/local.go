@@ -20,7 +20,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/verl-score/verl-score/atomicfile"
@@ -610,49 +609,6 @@ func (l *Local) warmGoCache(ctx context.Context) error {
 		return fmt.Errorf("go test -c: %s: %s", res.Status, strings.TrimSpace(res.Stderr+res.Stdout))
 	}
 	return nil
-}
-
-// goTestOutput turns the run of a test binary (its stderr merged into its
-// stdout, as `go test` merges them) into what `go test file_test.go`
-// prints and returns: a passing run's output replaced by its "ok" line; a
-// failing one's followed by the exit status where it printed nothing, its
-// FAIL line and the final FAIL, with exit code 1.
-func goTestOutput(r *sandboxclient.StepResult) *sandboxclient.StepResult {
-	if r.Status != sandboxclient.StepFinished || r.ReturnCode == nil {
-		return r
-	}
-	out := *r
-	took := fmt.Sprintf("%.3fs", r.ExecutionTime)
-	if *r.ReturnCode == 0 {
-		out.Stdout = "ok  \tcommand-line-arguments\t" + took + "\n"
-		return &out
-	}
-	if out.Stdout != "" && !strings.HasSuffix(out.Stdout, "\n") {
-		out.Stdout += "\n"
-	}
-	if out.Stdout == "" {
-		if rc := *r.ReturnCode; rc < 0 {
-			out.Stdout = "signal: " + syscall.Signal(-rc).String() + "\n"
-		} else {
-			out.Stdout = fmt.Sprintf("exit status %d\n", rc)
-		}
-	}
-	out.Stdout += "FAIL\tcommand-line-arguments\t" + took + "\nFAIL\n"
-	one := 1
-	out.ReturnCode = &one
-	return &out
-}
-
-// goTestBuildFailure turns a failed `go test -c` into what `go test`
-// itself reports for a package that does not build.
-func goTestBuildFailure(c *sandboxclient.StepResult) *sandboxclient.StepResult {
-	r := *c
-	if r.Status == sandboxclient.StepFinished {
-		one := 1
-		r.ReturnCode = &one
-		r.Stdout = "FAIL\tcommand-line-arguments [build failed]\nFAIL\n"
-	}
-	return &r
 }
 
 // execute runs the program of one request in a fresh directory.

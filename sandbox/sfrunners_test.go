@@ -510,3 +510,15 @@ func TestServeJavaRequestJars(t *testing.T) {
 func goTestCode(body string) string {
 	return "package add_test\n\nimport \"testing\"\n\nfunc add(a, b int) int { return a + b }\n\nfunc TestAdd(t *testing.T) {\n\t" + body + "\n}\n"
 }
+
+// TestSandboxFusionCasesAreRegistryLanguages: SandboxFusion's runner cases
+// name only languages of the registry with a runner here, and the ones
+// kept out of the README's command (slowlangs) only its slow ones.
+func TestSandboxFusionCasesAreRegistryLanguages(t *testing.T) {
+	for _, c := range sfRunnerCases {
+		l := lang.Get(c.language)
+		if l == nil || !l.Runnable() || l.Slow {
+			t.Errorf("case %q: %s is not a runnable, quick language of the registry", c.name, c.language)
+		}
+	}
+}

@@ -176,3 +176,13 @@ func TestSlowRunnersAreContained(t *testing.T) {
 	}
 	checkHostWrites(t, l, writers, target, 40)
 }
+
+// TestSlowSandboxFusionCasesAreSlowLanguages: the slow matrix's
+// SandboxFusion cases name only slow languages of the registry.
+func TestSlowSandboxFusionCasesAreSlowLanguages(t *testing.T) {
+	for _, c := range slowSFRunnerCases {
+		if l := lang.Get(c.language); l == nil || !l.Runnable() || !l.Slow {
+			t.Errorf("case %q: %s is not a slow language of the registry", c.name, c.language)
+		}
+	}
+}

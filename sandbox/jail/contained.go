@@ -21,7 +21,7 @@ import (
 // view before the program's own clock starts.
 const initSetupTimeout = 30 * time.Second
 
-// initReport reads what a step's init reports on its fd 4.
+// InitReport reads what a step's init reports on its fd 4.
 type InitReport struct {
 	r        *os.File
 	startedC chan struct{}
@@ -43,7 +43,7 @@ type initResult struct {
 	noStart string // the program could not be started: the message
 }
 
-// initCommand is the command that starts a contained step: this executable
+// InitCommand is the command that starts a contained step: this executable
 // as the step's init, reading its script on fd 3 and reporting on fd 4;
 // extra files are its fds 5, 6, ...
 func (r *Runner) InitCommand(script []byte, attr *syscall.SysProcAttr, extra ...*os.File) (*exec.Cmd, *InitReport, error) {
@@ -66,7 +66,7 @@ func (r *Runner) InitCommand(script []byte, attr *syscall.SysProcAttr, extra ...
 	return cmd, NewInitReport(repR, scriptR, repW), nil
 }
 
-// started closes the init's ends of the pipes in this process and starts
+// Started closes the init's ends of the pipes in this process and starts
 // reading the report.
 func (r *InitReport) Started(ok bool) {
 	for _, f := range r.pending {

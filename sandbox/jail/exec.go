@@ -28,7 +28,7 @@ import (
 	"github.com/verl-score/verl-score/sandboxclient"
 )
 
-// stepSpec is one process to run.
+// Spec is one process to run.
 type Spec struct {
 	Argv    []string // argv[0] is an absolute path
 	Dir     string   // working directory (HOME and TMPDIR too)
@@ -63,7 +63,7 @@ func (s *Spec) chownOwned(uid int) error {
 	return os.Lchown(s.Owned, uid, uid)
 }
 
-// isolation is what the host allows, probed once by New.
+// Isolation is what the host allows, probed once (Probe).
 type Isolation struct {
 	PerRunUser bool // root: each step runs as a user of its own
 	NetNS      bool // each step gets an empty network namespace
@@ -77,8 +77,12 @@ type Isolation struct {
 	Notes     []string
 }
 
+// WrapperShell sets a step's limits and then execs its program.
 const WrapperShell = "/bin/sh"
 
+// Probe finds what the host allows: none turns the namespace and user
+// protections off, basic keeps the per-run user and the network
+// namespace but no filesystem view.
 func Probe(none, basic bool) Isolation {
 	iso := Isolation{StackHard: -1}
 	var rl syscall.Rlimit
@@ -178,7 +182,7 @@ func (p *uidPool) put(u uint32) {
 	p.cond.Signal()
 }
 
-// rlimits are a step's limits in the kernel's units (bytes, seconds,
+// Rlimits are a step's limits in the kernel's units (bytes, seconds,
 // counts; 0: not set), in the order of rlimitNames.
 func (r *Runner) Rlimits(lim Limits) [7]int64 {
 	stack := int64(lim.StackMB) << 20
@@ -193,7 +197,7 @@ func (r *Runner) Rlimits(lim Limits) [7]int64 {
 		int64(lim.AddressMB) << 20, int64(lim.DataMB) << 20, stack, nproc}
 }
 
-// wrap prefixes argv with the shell that sets the limits and then execs it.
+// Wrap prefixes argv with the shell that sets the limits and then execs it.
 // Where join names fds, the shell first joins the run's group through them
 // (writing "0" to each) and closes them.
 func (r *Runner) Wrap(argv []string, lim Limits, join []int) []string {
@@ -214,7 +218,7 @@ func (r *Runner) Wrap(argv []string, lim Limits, join []int) []string {
 	return append([]string{WrapperShell, "-c", b.String(), "sh"}, argv...)
 }
 
-// stepAttr is how a step's first process is started: in a group of its
+// Attr is how a step's first process is started: in a group of its
 // own, killed with us, and in new namespaces as far as the host allows (a
 // contained step's init in all of them).
 func (r *Runner) Attr(uid int) *syscall.SysProcAttr {
@@ -278,7 +282,7 @@ type Starter interface {
 	Lost(why string)
 }
 
-// stepProc is a started step.
+// Proc is a started step.
 type Proc struct {
 	Done       <-chan struct{}  // closed when every process of the step has ended
 	Kill       func()           // ends the step now; may be called again
@@ -293,7 +297,7 @@ type Proc struct {
 // step runs again the plain way.
 var ErrNotStarted = errors.New("the starter could not start the program")
 
-// runStep runs one process to completion or timeout under the Local's
+// Run runs one process to completion or timeout under the Runner's
 // concurrency limit. An error means the sandbox failed, not the program.
 func (r *Runner) Run(ctx context.Context, s Spec) (*sandboxclient.StepResult, map[string]string, error) {
 	select {
@@ -327,7 +331,7 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*sandboxclient.StepResult, ma
 	return res, fetched, err
 }
 
-// startStep starts the step's first process: through the fork server
+// start starts the step's first process: through the fork server
 // where it may, else this executable as the contained step's init, else
 // the wrapped program itself.
 func (r *Runner) start(s *Spec, uid int, fork bool, grp *cgroup.Run, stdin, stdout, stderr *os.File) (*Proc, error) {
@@ -389,7 +393,7 @@ func (r *Runner) start(s *Spec, uid int, fork bool, grp *cgroup.Run, stdin, stdo
 	return p, nil
 }
 
-// runGroup is a cgroup for one step, bounded for its limits; nil where the
+// group is a cgroup for one step, bounded for its limits; nil where the
 // sandbox has none (a failure to make one is said once, and the step runs
 // under its per-process limits alone).
 func (r *Runner) group(lim Limits) *cgroup.Run {
@@ -416,7 +420,7 @@ func RunMemoryBytes(lim Limits) int64 {
 // program (the init, the wrapper shell) beside the per-user limit.
 const runGroupExtraPids = 8
 
-// stepProcs are the /proc directories of a step's live processes: its
+// procs are the /proc directories of a step's live processes: its
 // group's where it has one, else found by user or PID namespace.
 func (r *Runner) procs(grp *cgroup.Run, uid, pid int, age time.Duration) []string {
 	if grp == nil {
@@ -429,7 +433,7 @@ func (r *Runner) procs(grp *cgroup.Run, uid, pid int, age time.Duration) []strin
 	return out
 }
 
-// openPipes opens n pipes and returns their ends, the read end first for
+// OpenPipes opens n pipes and returns their ends, the read end first for
 // each; on an error none is left open.
 func OpenPipes(n int) ([]*os.File, error) {
 	ends := make([]*os.File, 0, 2*n)
@@ -621,7 +625,7 @@ wait:
 	return res, fetched, nil
 }
 
-// cappedBuffer keeps the first max bytes written and counts the rest.
+// CappedBuffer keeps the first max bytes written and counts the rest.
 type CappedBuffer struct {
 	max     int
 	buf     bytes.Buffer
@@ -652,7 +656,7 @@ func (c *CappedBuffer) note(stream string) string {
 	return fmt.Sprintf("\n[verl-score sandbox: %s cut: kept the first %d bytes, discarded %d more]\n", stream, c.buf.Len(), c.dropped)
 }
 
-// chownTree gives a directory tree to uid:gid.
+// ChownTree gives a directory tree to uid:gid.
 func ChownTree(dir string, uid, gid int) error {
 	return filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
 		if err != nil {

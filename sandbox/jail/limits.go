@@ -4,7 +4,7 @@ package jail
 
 import "time"
 
-// limits are the rlimits of one step; zero means "leave as is".
+// Limits are the rlimits of one step; zero means "leave as is".
 type Limits struct {
 	AddressMB int
 	DataMB    int
@@ -43,7 +43,7 @@ func RunLimits(heapLimited bool, memMB int, timeout time.Duration) Limits {
 	return lim
 }
 
-// compileLimits: compilers are trusted programs reading untrusted input;
+// CompileLimits: compilers are trusted programs reading untrusted input;
 // they get a generous data limit so that a template bomb cannot take the
 // host's memory.
 func CompileLimits(memMB int, timeout time.Duration) Limits {

@@ -21,14 +21,14 @@ const (
 	viewRunSpace = "/.run"    // where that space is mounted
 )
 
-// viewBind is one host path shown inside the view, at the same path unless
+// Bind is one host path shown inside the view, at the same path unless
 // target says otherwise.
 type Bind struct {
 	Source, Target string
 	Flags          int // nsinit.Bind*
 }
 
-// view is what every contained step of a Local sees, read-only: the
+// View is what every contained step of a Local sees, read-only: the
 // system's programs and libraries, the toolchains, the few files of /etc
 // they read, and the harmless devices. Nothing else of the host.
 type View struct {
@@ -44,7 +44,7 @@ var etcEntries = []string{"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternat
 
 var devNodes = []string{"null", "zero", "full", "random", "urandom"}
 
-// newView lays out the view of a Local with the given toolchains.
+// NewView lays out the view of a Local with the given toolchains.
 func NewView(mount string, tools map[string]string) *View {
 	v := &View{mount: mount}
 	covered := func(p string) bool {
@@ -128,7 +128,7 @@ func NewView(mount string, tools map[string]string) *View {
 	return v
 }
 
-// viewStep is what one step adds to the common view.
+// ViewStep is what one step adds to the common view.
 type ViewStep struct {
 	Binds []Bind
 	Files map[string][]byte // written into viewRunDir, owned by the step user
@@ -166,7 +166,7 @@ func absoluteRoots(abs map[string][]byte, fetch []string) []string {
 	return out
 }
 
-// absoluteAllowed says why a request's absolute file path cannot be
+// AbsoluteAllowed says why a request's absolute file path cannot be
 // given its own place in the step's view ("" if it can): it must be clean
 // and lie in /tmp, /dev/shm, the run directory, or a top directory the
 // view does not already have (/mnt, /data, /home ...), never in the
@@ -195,7 +195,7 @@ func (v *View) AbsoluteAllowed(p string) string {
 	return ""
 }
 
-// script is the init's script for one step: argv runs in dir as uid
+// Script is the init's script for one step: argv runs in dir as uid
 // (-1: as the init's own user).
 func (v *View) Script(s *Spec, uid int, argv []string, maxFetch int) []byte {
 	var sc nsinit.Script
@@ -214,7 +214,7 @@ func (v *View) Script(s *Spec, uid int, argv []string, maxFetch int) []byte {
 	return sc.Bytes()
 }
 
-// runSpace adds what is the step's own: one tmpfs holding its directory,
+// RunSpace adds what is the step's own: one tmpfs holding its directory,
 // /tmp, /dev/shm and its user's /etc/passwd and /etc/group, each bound at
 // its place, the request's files, and a procfs of its PID namespace. A
 // fork-server run builds just this part over the server's view, so both
@@ -273,7 +273,7 @@ func (v *View) RunSpace(sc *nsinit.Script, s *Spec, uid int) {
 	sc.Op(nsinit.OpProc, "/proc")
 }
 
-// runOps say what to run, as whom, and what to read back.
+// RunOps say what to run, as whom, and what to read back.
 func RunOps(sc *nsinit.Script, s *Spec, uid int, argv []string, maxFetch int) {
 	itoa := nsinit.Itoa
 	gid := uid
@@ -284,7 +284,7 @@ func RunOps(sc *nsinit.Script, s *Spec, uid int, argv []string, maxFetch int) {
 	}
 }
 
-// reachable reports whether a user other than root can run p (read it,
+// Reachable reports whether a user other than root can run p (read it,
 // for a jar) inside the view: it lies in a bound tree, and every directory from the tree's root
 // down, and p itself, are open to others.
 func (v *View) Reachable(p string) bool {
