@@ -26,10 +26,11 @@ EXIT STATUS
   0  consistent: no reward moved beyond --tolerance, or at most a
      --max-mismatch fraction of them did (flaky responses never count)
   1  could not run: I/O, configuration, an unusable sandbox, no reference
-     score, interrupted
+     score
   2  usage error
   3  regression: more than --max-mismatch of the responses moved beyond
      --tolerance (regressed, improved or missing)
+  4  interrupted (check; run it again: a check keeps no journal)
 `
 
 // checkKeys are the configuration keys check takes: those of run, less
@@ -250,6 +251,9 @@ func runCheck(ctx context.Context, opts *checkOptions) error {
 	})
 	unwatch()
 	reporter.Stop()
+	if errors.Is(err, check.ErrInterrupted) {
+		return &ExitError{Code: ExitInterrupted, Err: err}
+	}
 	if err != nil {
 		return err
 	}

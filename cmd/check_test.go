@@ -368,3 +368,27 @@ func TestHTMLPages(t *testing.T) {
 		t.Errorf("report with a missing cases file: exit %d, %s", code, errOut)
 	}
 }
+
+// An interrupted check exits 4, as an interrupted run does, gently (the
+// first signal) or hard (the context).
+func TestCheckInterruptedExits4(t *testing.T) {
+	t.Setenv("SANDBOX_FUSION_URL", "")
+	t.Setenv("VERL_SCORE_SANDBOX_URL", "")
+	for _, hard := range []bool{false, true} {
+		ctx, cancel := context.WithCancel(context.Background())
+		interrupt := make(chan struct{})
+		var once sync.Once
+		stop := func() { once.Do(func() { close(interrupt) }) }
+		if hard {
+			stop = cancel
+		}
+		srv := sandboxServer(t, 3, stop)
+		var outb, errb bytes.Buffer
+		code := Run(ctx, []string{"check", "../testdata/dump", "-q", "--sandbox-url", srv.URL + "/run_code", "--max-concurrent", "2"},
+			Streams{In: strings.NewReader(""), Out: &outb, ErrOut: &errb, Interrupt: interrupt})
+		cancel()
+		if code != ExitInterrupted {
+			t.Errorf("hard %v: got exit %d, want %d: %s", hard, code, ExitInterrupted, errb.String())
+		}
+	}
+}

@@ -49,7 +49,7 @@ func TestNoisyNeighbourOnRealCorpus(t *testing.T) {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("the real corpus is missing")
 		}
-		t.Skip("SKIPPED: the real corpus is not here")
+		skipNoCorpus(t, "no *.jsonl")
 	}
 	var real []string
 	for _, f := range files {

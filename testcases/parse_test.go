@@ -268,7 +268,7 @@ func TestParseRealData(t *testing.T) {
 	more, _ := filepath.Glob("../../shared/data/verl_samples/*.jsonl")
 	files = append(files, more...)
 	if len(files) == 0 {
-		t.Skip("shared data not available")
+		skipNoSharedData(t, "no *.jsonl")
 	}
 	total := 0
 	for _, path := range files {
@@ -322,7 +322,7 @@ func TestParseMatchesPythonRendering(t *testing.T) {
 	path := "../../shared/data/real/livecodebench.jsonl"
 	data, err := os.ReadFile(path)
 	if err != nil {
-		t.Skip("shared data not available")
+		skipNoSharedData(t, err)
 	}
 	const script = `import sys, json
 out = []
@@ -358,4 +358,14 @@ sys.stdout.write(json.dumps(out))
 			}
 		}
 	}
+}
+
+// skipNoSharedData skips a test whose shared data is not here, loudly;
+// under CI=true it fails instead.
+func skipNoSharedData(t *testing.T, why any) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("the shared data (../shared/data) is missing under CI: %v", why)
+	}
+	t.Skipf("SKIPPED (LOUD): the shared data (../shared/data) is not here: %v", why)
 }
