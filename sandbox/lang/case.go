@@ -9,10 +9,11 @@ type Case struct {
 	Name       string
 	Language   string
 	Code       string
-	Stdin      *string // nil sends "stdin": null
-	Expected   *string // nil: any finished run passes (assert-style cases)
-	RunTimeout float64 // seconds; 0 means 10
-	MemoryMB   int     // memory_limit_MB; 0 means 1024
+	Stdin      *string           // nil sends "stdin": null
+	Expected   *string           // nil: any finished run passes (assert-style cases)
+	RunTimeout float64           // seconds; 0 means 10
+	MemoryMB   int               // memory_limit_MB; 0 means 1024
+	Files      map[string]string // the request's files, base64
 	Want       sandboxclient.Verdict
 }
 
@@ -28,6 +29,10 @@ func (c Case) Request() *sandboxclient.Request {
 	if mem == 0 {
 		mem = 1024
 	}
+	files := c.Files
+	if files == nil {
+		files = map[string]string{}
+	}
 	return &sandboxclient.Request{
 		CompileTimeout: 30,
 		RunTimeout:     rt,
@@ -35,7 +40,7 @@ func (c Case) Request() *sandboxclient.Request {
 		Stdin:          c.Stdin,
 		MemoryLimitMB:  mem,
 		Language:       c.Language,
-		Files:          map[string]string{},
+		Files:          files,
 		FetchFiles:     []string{},
 	}
 }
