@@ -1,9 +1,11 @@
 package testcases
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -24,6 +26,10 @@ const (
 	CompareTokens
 	// CompareFloat is CompareTokens with numbers equal within a tolerance.
 	CompareFloat
+	// CompareRows compares result sets (SQL): the lines are rows, "|"
+	// separates their cells, and the rows are compared as a multiset, in
+	// any order; numbers are equal within a tolerance.
+	CompareRows
 )
 
 // DefaultFloatTolerance is float's tolerance when none is given: the
@@ -39,8 +45,8 @@ type Comparison struct {
 	Tol float64
 }
 
-// ParseComparison parses "exact", "lines", "tokens", "float" or
-// "float:TOL" (e.g. float:1e-9).
+// ParseComparison parses "exact", "lines", "tokens", "float", "rows" or,
+// for the last two, a tolerance after a colon (float:1e-9, rows:1e-4).
 func ParseComparison(s string) (Comparison, error) {
 	name, tol, hasTol := strings.Cut(strings.ToLower(strings.TrimSpace(s)), ":")
 	var c Comparison
@@ -53,12 +59,14 @@ func ParseComparison(s string) (Comparison, error) {
 		c.Mode = CompareTokens
 	case "float":
 		c.Mode, c.Tol = CompareFloat, DefaultFloatTolerance
+	case "rows":
+		c.Mode, c.Tol = CompareRows, DefaultFloatTolerance
 	default:
-		return c, fmt.Errorf("unknown compare mode %q (want exact, lines, tokens, float or float:TOL)", s)
+		return c, fmt.Errorf("unknown compare mode %q (want exact, lines, tokens, float, rows, float:TOL or rows:TOL)", s)
 	}
 	if hasTol {
-		if c.Mode != CompareFloat {
-			return c, fmt.Errorf("compare mode %q: only float takes a tolerance", s)
+		if c.Mode != CompareFloat && c.Mode != CompareRows {
+			return c, fmt.Errorf("compare mode %q: only float and rows take a tolerance", s)
 		}
 		t, err := strconv.ParseFloat(tol, 64)
 		if err != nil || t < 0 || math.IsNaN(t) || math.IsInf(t, 0) {
@@ -75,11 +83,15 @@ func (c Comparison) String() string {
 		return "lines"
 	case CompareTokens:
 		return "tokens"
-	case CompareFloat:
-		if c.Tol == DefaultFloatTolerance {
-			return "float"
+	case CompareFloat, CompareRows:
+		name := "float"
+		if c.Mode == CompareRows {
+			name = "rows"
 		}
-		return "float:" + strconv.FormatFloat(c.Tol, 'g', -1, 64)
+		if c.Tol == DefaultFloatTolerance {
+			return name
+		}
+		return name + ":" + strconv.FormatFloat(c.Tol, 'g', -1, 64)
 	}
 	return "exact"
 }
@@ -109,8 +121,78 @@ func (c Comparison) Match(stdout, expected string, callBased bool) bool {
 			return true
 		}
 		return callBased && c.valueMatch(stdout, expected)
+	case CompareRows:
+		return c.rowsMatch(stdout, expected)
 	}
 	return false
+}
+
+// rowsMatch compares two result sets as multisets of rows: each is sorted
+// by its cells (numbers by value, then text), and the two lists are then
+// compared row by row, numbers within the tolerance. Trailing whitespace
+// of a line and trailing blank lines do not count.
+func (c Comparison) rowsMatch(stdout, expected string) bool {
+	a, b := resultRows(stdout), resultRows(expected)
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if len(a[i]) != len(b[i]) {
+			return false
+		}
+		for j := range a[i] {
+			if a[i][j] != b[i][j] && !c.floatsMatchTol(a[i][j], b[i][j]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// floatsMatchTol compares two cells as numbers within the tolerance.
+func (c Comparison) floatsMatchTol(actual, expected string) bool {
+	x, err1 := strconv.ParseFloat(actual, 64)
+	y, err2 := strconv.ParseFloat(expected, 64)
+	if err1 != nil || err2 != nil || math.IsNaN(x) || math.IsNaN(y) || math.IsInf(x, 0) || math.IsInf(y, 0) {
+		return false
+	}
+	d := math.Abs(x - y)
+	return d <= c.Tol+1e-15 || d <= c.Tol*math.Abs(y)
+}
+
+// resultRows splits a result set into its rows and cells, sorted.
+func resultRows(s string) [][]string {
+	var rows [][]string
+	for _, line := range strings.Split(trimLines(s), "\n") {
+		if trimLines(s) == "" {
+			break
+		}
+		rows = append(rows, strings.Split(line, "|"))
+	}
+	slices.SortFunc(rows, func(x, y []string) int {
+		for i := range min(len(x), len(y)) {
+			if d := compareCells(x[i], y[i]); d != 0 {
+				return d
+			}
+		}
+		return len(x) - len(y)
+	})
+	return rows
+}
+
+// compareCells orders numbers by value before text, and text as bytes.
+func compareCells(a, b string) int {
+	x, errA := strconv.ParseFloat(a, 64)
+	y, errB := strconv.ParseFloat(b, 64)
+	switch {
+	case errA == nil && errB == nil:
+		return cmp.Compare(x, y)
+	case errA == nil:
+		return -1
+	case errB == nil:
+		return 1
+	}
+	return strings.Compare(a, b)
 }
 
 // trimLines drops trailing whitespace of each line and trailing blank

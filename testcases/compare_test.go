@@ -149,3 +149,44 @@ func TestCheckerField(t *testing.T) {
 		t.Error("a null checker field gave a checker")
 	}
 }
+
+// rows compares result sets: rows in any order, as a multiset, cells split
+// at "|", numbers within the tolerance, text exactly.
+func TestCompareRows(t *testing.T) {
+	rows, err := ParseComparison("rows")
+	if err != nil || rows.String() != "rows" {
+		t.Fatalf("ParseComparison(rows) = %v, %v", rows, err)
+	}
+	tight, err := ParseComparison("rows:1e-9")
+	if err != nil || tight.String() != "rows:1e-09" {
+		t.Fatalf("ParseComparison(rows:1e-9) = %v, %v", tight, err)
+	}
+	cases := []struct {
+		got, want string
+		ok        bool
+	}{
+		{"a|1\nb|2\n", "a|1\nb|2\n", true},
+		{"b|2\na|1\n", "a|1\nb|2\n", true},               // another order
+		{"a|1\na|1\nb|2\n", "a|1\nb|2\nb|2\n", false},    // a multiset, not a set
+		{"a|1\n", "a|1\nb|2\n", false},                   // a row missing
+		{"a|1.0000001\n", "a|1\n", true},                 // within 1e-6
+		{"a|1.001\n", "a|1\n", false},                    // beyond it
+		{"A|1\n", "a|1\n", false},                        // text is exact
+		{"a|1|x\n", "a|1\n", false},                      // another width
+		{"NULL|3\n2.5|pen\n", "2.5|pen\nNULL|3\n", true}, // NULL is text
+		{"a|1  \n\n\n", "a|1\n", true},                   // trailing whitespace and blank lines
+		{"", "", true},                                   // two empty results
+		{"\n", "a|1\n", false},
+	}
+	for _, c := range cases {
+		if got := rows.Match(c.got, c.want, false); got != c.ok {
+			t.Errorf("rows.Match(%q, %q) = %v, want %v", c.got, c.want, got, c.ok)
+		}
+	}
+	if tight.Match("a|1.0000001\n", "a|1\n", false) {
+		t.Error("rows:1e-9 accepted a difference of 1e-7")
+	}
+	if _, err := ParseComparison("lines:1e-3"); err == nil {
+		t.Error("lines took a tolerance")
+	}
+}
