@@ -141,7 +141,7 @@ func (c Comparison) rowsMatch(stdout, expected string) bool {
 			return false
 		}
 		for j := range a[i] {
-			if a[i][j] != b[i][j] && !c.floatsMatchTol(a[i][j], b[i][j]) {
+			if a[i][j] != b[i][j] && !c.cellsMatch(a[i][j], b[i][j]) {
 				return false
 			}
 		}
@@ -149,24 +149,21 @@ func (c Comparison) rowsMatch(stdout, expected string) bool {
 	return true
 }
 
-// floatsMatchTol compares two cells as numbers within the tolerance.
-func (c Comparison) floatsMatchTol(actual, expected string) bool {
+// cellsMatch compares two cells as numbers within the tolerance.
+func (c Comparison) cellsMatch(actual, expected string) bool {
 	x, err1 := strconv.ParseFloat(actual, 64)
 	y, err2 := strconv.ParseFloat(expected, 64)
-	if err1 != nil || err2 != nil || math.IsNaN(x) || math.IsNaN(y) || math.IsInf(x, 0) || math.IsInf(y, 0) {
-		return false
-	}
-	d := math.Abs(x - y)
-	return d <= c.Tol+1e-15 || d <= c.Tol*math.Abs(y)
+	return err1 == nil && err2 == nil && c.numbersMatch(x, y)
 }
 
 // resultRows splits a result set into its rows and cells, sorted.
 func resultRows(s string) [][]string {
+	text := trimLines(s)
+	if text == "" {
+		return nil
+	}
 	var rows [][]string
-	for _, line := range strings.Split(trimLines(s), "\n") {
-		if trimLines(s) == "" {
-			break
-		}
+	for _, line := range strings.Split(text, "\n") {
 		rows = append(rows, strings.Split(line, "|"))
 	}
 	slices.SortFunc(rows, func(x, y []string) int {
@@ -244,7 +241,7 @@ func (c Comparison) numbersMatch(x, y float64) bool {
 	if math.IsNaN(x) || math.IsNaN(y) || math.IsInf(x, 0) || math.IsInf(y, 0) {
 		return x == y
 	}
-	if c.Mode != CompareFloat {
+	if c.Mode != CompareFloat && c.Mode != CompareRows {
 		return x == y
 	}
 	d := math.Abs(x - y)

@@ -64,11 +64,11 @@ const (
 
 // Args is what a language's command lines are built from.
 type Args struct {
-	Dir    string // the step's working directory
-	BinDir string // a run's build directory ("" when nothing was built)
-	MemMB  int    // the request's memory_limit_MB
-	Code   string // the request's code
-	Files  []string
+	Dir    string   // the step's working directory
+	BinDir string   // a run's build directory ("" when nothing was built)
+	MemMB  int      // the request's memory_limit_MB
+	Code   string   // the request's code
+	Files  []string // the names of the request's files, sorted
 }
 
 // FileName is the name the code gets on disk.

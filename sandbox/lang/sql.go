@@ -3,7 +3,6 @@ package lang
 import (
 	"github.com/verl-score/verl-score/sandboxclient"
 	"path/filepath"
-	"slices"
 	"strings"
 )
 
@@ -24,12 +23,10 @@ ro=
 if [ -z "$setup" ] && [ "$1" != ":memory:" ]; then ro=-readonly; fi
 { [ -n "$setup" ] && printf '%s\n' "$setup"; cat "$2"; } | exec "$0" -safe -bail -batch -list -noheader -nullvalue NULL $ro "$1"`
 
-// sqlDatabase is the database file among the request's files, or
-// ":memory:".
+// sqlDatabase is the database file among the request's files (sorted),
+// or ":memory:".
 func sqlDatabase(files []string) string {
-	names := slices.Clone(files)
-	slices.Sort(names)
-	for _, f := range names {
+	for _, f := range files {
 		switch strings.ToLower(filepath.Ext(f)) {
 		case ".sqlite", ".sqlite3", ".db":
 			return f
