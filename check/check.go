@@ -8,8 +8,8 @@ import (
 	"sync"
 
 	"github.com/verl-score/verl-score/rollout"
-	"github.com/verl-score/verl-score/sandboxclient"
 	"github.com/verl-score/verl-score/score"
+	"github.com/verl-score/verl-score/verdict"
 )
 
 // Options configure Check.
@@ -381,7 +381,7 @@ func noisyReference(it *Item) bool {
 			continue
 		}
 		changed++
-		if r != int8(sandboxclient.VerdictAPIError) && r != int8(sandboxclient.VerdictTimeout) {
+		if r != int8(verdict.APIError) && r != int8(verdict.Timeout) {
 			return false
 		}
 	}
@@ -393,7 +393,7 @@ func noisyReference(it *Item) bool {
 // reached its time limit (-4 with status compile_timeout).
 func mayNotRepeat(r *score.Result) bool {
 	for _, c := range r.Cases {
-		if c.Status == sandboxclient.CaseCompileTimeout {
+		if c.Status == verdict.StatusCompileTimeout {
 			return true
 		}
 	}
@@ -404,7 +404,7 @@ func mayNotRepeat(r *score.Result) bool {
 // repeat: an API or sandbox error (-1) or a timeout (-3).
 func flakyVerdicts(v []int8) bool {
 	for _, x := range v {
-		if x == int8(sandboxclient.VerdictAPIError) || x == int8(sandboxclient.VerdictTimeout) {
+		if x == int8(verdict.APIError) || x == int8(verdict.Timeout) {
 			return true
 		}
 	}

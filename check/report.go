@@ -14,7 +14,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/verl-score/verl-score/sandboxclient"
+	"github.com/verl-score/verl-score/verdict"
 )
 
 // Outcome is how one response's new reward compares with its reference.
@@ -67,7 +67,7 @@ func (v Verdicts) String() string {
 // noCase labels the missing side of a case present on one side only.
 const noCase = "none"
 
-func label(v int8) string { return sandboxclient.Verdict(v).String() }
+func label(v int8) string { return verdict.Code(v).String() }
 
 // CaseChange is one case whose verdict differs between the reference and
 // the new result.

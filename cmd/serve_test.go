@@ -14,10 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verl-score/verl-score/judge"
 	"github.com/verl-score/verl-score/sandbox"
 	"github.com/verl-score/verl-score/sandbox/toolchain"
 	"github.com/verl-score/verl-score/sandboxclient"
 	"github.com/verl-score/verl-score/server"
+	"github.com/verl-score/verl-score/verdict"
 )
 
 // syncBuffer is a bytes.Buffer safe to write from the server's goroutines
@@ -84,7 +86,7 @@ func TestRunServeAnswersAndStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	expected := "hello"
-	if got := sandboxclient.Judge(0, "olleh", "hello", &expected, &r, nil); got.Verdict != sandboxclient.VerdictTrue {
+	if got := judge.Case(0, "olleh", "hello", &expected, &r, nil); got.Verdict != verdict.True {
 		t.Errorf("got verdict %v (status %s, response %s), want True", got.Verdict, got.Status, raw)
 	}
 	if !strings.Contains(errOut.String(), "language=python") {

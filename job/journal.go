@@ -14,8 +14,8 @@ import (
 
 	"github.com/verl-score/verl-score/atomicfile"
 	"github.com/verl-score/verl-score/rollout"
-	"github.com/verl-score/verl-score/sandboxclient"
 	"github.com/verl-score/verl-score/score"
+	"github.com/verl-score/verl-score/verdict"
 )
 
 // The journal is a JSONL file beside the output: a header line, then one
@@ -39,9 +39,9 @@ type rowRecord struct {
 	Prompt     string `json:"prompt,omitempty"` // rows of one prompt (dumps) share it
 	// Unreadable is why the row could not be read at all (a line that is
 	// not JSON): it still has its output row, and stays out of the means.
-	Unreadable string                       `json:"unreadable,omitempty"`
-	Responses  []responseRecord             `json:"responses"`
-	Cases      [][]sandboxclient.CaseResult `json:"cases,omitempty"`
+	Unreadable string           `json:"unreadable,omitempty"`
+	Responses  []responseRecord `json:"responses"`
+	Cases      [][]verdict.Case `json:"cases,omitempty"`
 }
 
 type responseRecord struct {

@@ -20,6 +20,7 @@ import (
 	"github.com/verl-score/verl-score/rollout"
 	"github.com/verl-score/verl-score/sandboxclient"
 	"github.com/verl-score/verl-score/score"
+	"github.com/verl-score/verl-score/verdict"
 )
 
 // Options describe one job.
@@ -407,7 +408,7 @@ func (p *pipeline) feed(ctx context.Context, rd rollout.Reader, in chan<- score.
 				continue
 			}
 			if p.opts.CasesOut != "" {
-				rec.Cases = make([][]sandboxclient.CaseResult, len(sols))
+				rec.Cases = make([][]verdict.Case, len(sols))
 			}
 			p.mu.Lock()
 			bs.left[i] = len(sols)
@@ -650,8 +651,8 @@ func (p *pipeline) writeRows(bs *batchState, n int) error {
 	return nil
 }
 
-func trimCases(cases []sandboxclient.CaseResult, max int) []sandboxclient.CaseResult {
-	out := make([]sandboxclient.CaseResult, len(cases))
+func trimCases(cases []verdict.Case, max int) []verdict.Case {
+	out := make([]verdict.Case, len(cases))
 	copy(out, cases)
 	if max <= 0 {
 		return out
@@ -711,13 +712,13 @@ type caseLine struct {
 	Row           int    `json:"row"`
 	ResponseIndex int    `json:"response_index"`
 	DataSource    string `json:"data_source"`
-	sandboxclient.CaseResult
+	verdict.Case
 }
 
 func (c *casesWriter) writeRow(rec *rowRecord) error {
 	for j, cases := range rec.Cases {
 		for _, cr := range cases {
-			b, err := json.Marshal(caseLine{Row: rec.Index, ResponseIndex: j, DataSource: rec.DataSource, CaseResult: cr})
+			b, err := json.Marshal(caseLine{Row: rec.Index, ResponseIndex: j, DataSource: rec.DataSource, Case: cr})
 			if err != nil {
 				return err
 			}

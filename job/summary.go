@@ -14,6 +14,7 @@ import (
 	"github.com/verl-score/verl-score/progress"
 	"github.com/verl-score/verl-score/sandboxclient"
 	"github.com/verl-score/verl-score/score"
+	"github.com/verl-score/verl-score/verdict"
 )
 
 // Summary is what a run reports, per data source and overall.
@@ -207,10 +208,10 @@ func (s *Summary) crashNotes() []CrashNote {
 
 // crashAtStart returns the signal that killed every case of a response
 // before it wrote anything, or "".
-func crashAtStart(cases []sandboxclient.CaseResult) string {
+func crashAtStart(cases []verdict.Case) string {
 	sig := ""
 	for i, c := range cases {
-		if c.Verdict != sandboxclient.VerdictRuntimeError || c.ExitCode == nil || *c.ExitCode >= 0 || (c.Stdout != nil && *c.Stdout != "") || (c.Stderr != nil && *c.Stderr != "") {
+		if c.Verdict != verdict.RuntimeError || c.ExitCode == nil || *c.ExitCode >= 0 || (c.Stdout != nil && *c.Stdout != "") || (c.Stderr != nil && *c.Stderr != "") {
 			return ""
 		}
 		name := signalName(-*c.ExitCode)

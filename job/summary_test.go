@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verl-score/verl-score/sandboxclient"
+	"github.com/verl-score/verl-score/verdict"
 )
 
 func TestPassAtK(t *testing.T) {
@@ -93,17 +93,17 @@ func TestSummaryMeansAndMask(t *testing.T) {
 func TestCrashedAtStart(t *testing.T) {
 	segv, abrt, one := -11, -6, 1
 	empty, text := "", "partial"
-	crash := func(code int, out *string) sandboxclient.CaseResult {
-		return sandboxclient.CaseResult{Verdict: sandboxclient.VerdictRuntimeError, ExitCode: &code, Stdout: out, Stderr: &empty}
+	crash := func(code int, out *string) verdict.Case {
+		return verdict.Case{Verdict: verdict.RuntimeError, ExitCode: &code, Stdout: out, Stderr: &empty}
 	}
-	if got := crashAtStart([]sandboxclient.CaseResult{crash(segv, &empty), crash(segv, nil)}); got != "SIGSEGV" {
+	if got := crashAtStart([]verdict.Case{crash(segv, &empty), crash(segv, nil)}); got != "SIGSEGV" {
 		t.Errorf("two segfaults: %q", got)
 	}
-	for name, cases := range map[string][]sandboxclient.CaseResult{
+	for name, cases := range map[string][]verdict.Case{
 		"wrote something": {crash(segv, &empty), crash(segv, &text)},
 		"two signals":     {crash(segv, &empty), crash(abrt, &empty)},
 		"an exit status":  {crash(one, &empty)},
-		"a timeout":       {{Verdict: sandboxclient.VerdictTimeout, ExitCode: &segv}},
+		"a timeout":       {{Verdict: verdict.Timeout, ExitCode: &segv}},
 		"no cases":        nil,
 	} {
 		if got := crashAtStart(cases); got != "" {

@@ -17,7 +17,7 @@ import (
 
 	"github.com/verl-score/verl-score/job"
 	"github.com/verl-score/verl-score/rollout"
-	"github.com/verl-score/verl-score/sandboxclient"
+	"github.com/verl-score/verl-score/verdict"
 )
 
 // Report is what the page of a scored output shows.
@@ -265,7 +265,7 @@ func bin(r float64) int {
 	return 1 + min(int(r*10), 9)
 }
 
-func verdictName(v int8) string { return sandboxclient.Verdict(v).String() }
+func verdictName(v int8) string { return verdict.Code(v).String() }
 
 func (g *Group) finish() {
 	if g.meanRows > 0 {

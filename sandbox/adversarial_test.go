@@ -17,8 +17,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verl-score/verl-score/judge"
 	"github.com/verl-score/verl-score/sandbox/jail"
 	"github.com/verl-score/verl-score/sandboxclient"
+	"github.com/verl-score/verl-score/verdict"
 )
 
 // runCode runs one program through l and fails the test on an error.
@@ -105,8 +107,8 @@ func TestHugeAllocation(t *testing.T) {
 		t.Run(c.lang, func(t *testing.T) {
 			needTools(t, l, c.lang)
 			resp := runCode(t, l, c.lang, c.code, 10, 256)
-			v := sandboxclient.Judge(0, "", "", nil, resp, nil).Verdict
-			if v != sandboxclient.VerdictRuntimeError {
+			v := judge.Case(0, "", "", nil, resp, nil).Verdict
+			if v != verdict.RuntimeError {
 				t.Fatalf("got verdict %v, want -2; %s", v, respText(resp, nil))
 			}
 		})

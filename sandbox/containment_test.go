@@ -16,8 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verl-score/verl-score/judge"
 	"github.com/verl-score/verl-score/sandbox/jail"
 	"github.com/verl-score/verl-score/sandboxclient"
+	"github.com/verl-score/verl-score/verdict"
 )
 
 // needContained skips a test of the filesystem view where the host does
@@ -33,19 +35,19 @@ func needContained(t *testing.T, l *Local) {
 const innocentSum = "a, b = map(int, input().split())\nprint(a + b)\n"
 
 // judgeCase runs code on one case and returns the verdict verl would give.
-func judgeCase(ctx context.Context, l *Local, lang, code, stdin, want string) (sandboxclient.Verdict, *sandboxclient.Response, error) {
+func judgeCase(ctx context.Context, l *Local, lang, code, stdin, want string) (verdict.Code, *sandboxclient.Response, error) {
 	resp, err := l.Run(ctx, &sandboxclient.Request{Language: lang, Code: code, Stdin: &stdin,
 		RunTimeout: 10, CompileTimeout: 60, MemoryLimitMB: 1024})
 	if err != nil {
 		return 0, nil, err
 	}
-	return sandboxclient.Judge(0, stdin, want, &want, resp, nil).Verdict, resp, nil
+	return judge.Case(0, stdin, want, &want, resp, nil).Verdict, resp, nil
 }
 
 // batchCase is one solution of a mixed batch with the verdict it must get.
 type batchCase struct {
 	name, lang, code, stdin, want string
-	verdict                       sandboxclient.Verdict
+	verdict                       verdict.Code
 }
 
 // runBatch runs every case at once through l and checks each verdict.
@@ -74,7 +76,7 @@ func innocents(n int) []batchCase {
 	var out []batchCase
 	for i := range n {
 		out = append(out, batchCase{name: fmt.Sprintf("innocent-%d", i), lang: "python", code: innocentSum,
-			stdin: fmt.Sprintf("%d %d\n", i, 1000), want: fmt.Sprintf("%d\n", i+1000), verdict: sandboxclient.VerdictTrue})
+			stdin: fmt.Sprintf("%d %d\n", i, 1000), want: fmt.Sprintf("%d\n", i+1000), verdict: verdict.True})
 	}
 	return out
 }
@@ -133,7 +135,7 @@ for top in ['/tmp', '/root', '/work', '/home', '/var/tmp', '/sandbox']:
 print('not found')
 `
 	cases := append(innocents(10), batchCase{name: "hunter", lang: "python", code: hunter, stdin: "x\n", want: secret + "\n",
-		verdict: sandboxclient.VerdictFalse})
+		verdict: verdict.False})
 	runBatch(t, l, cases)
 }
 
@@ -170,8 +172,8 @@ func TestHostileHostFilesAndSockets(t *testing.T) {
 	reader := fmt.Sprintf("try:\n    print(open(%q).read()[:40])\nexcept OSError as e:\n    print('denied')\n", src)
 	connector := fmt.Sprintf("import socket\ns = socket.socket(socket.AF_UNIX)\ntry:\n    s.connect(%q)\n    print('connected')\nexcept OSError:\n    print('denied')\n", sock)
 	cases := append(innocents(10),
-		batchCase{name: "host-file", lang: "python", code: reader, stdin: "x\n", want: "denied\n", verdict: sandboxclient.VerdictTrue},
-		batchCase{name: "host-socket", lang: "python", code: connector, stdin: "x\n", want: "denied\n", verdict: sandboxclient.VerdictTrue})
+		batchCase{name: "host-file", lang: "python", code: reader, stdin: "x\n", want: "denied\n", verdict: verdict.True},
+		batchCase{name: "host-socket", lang: "python", code: connector, stdin: "x\n", want: "denied\n", verdict: verdict.True})
 	runBatch(t, l, cases)
 	select {
 	case <-accepted:
@@ -198,7 +200,7 @@ func TestHostileSysVSegment(t *testing.T) {
 	needContained(t, l)
 	key := 0x5e000000 + os.Getpid()%0xffff
 	cases := append(innocents(6), batchCase{name: "make-segment", lang: "python", code: shmCode(key, true), stdin: "x\n",
-		want: "segment\n", verdict: sandboxclient.VerdictTrue})
+		want: "segment\n", verdict: verdict.True})
 	runBatch(t, l, cases)
 	b, err := os.ReadFile("/proc/sysvipc/shm")
 	if err != nil {
@@ -211,7 +213,7 @@ func TestHostileSysVSegment(t *testing.T) {
 		}
 	}
 	runBatch(t, l, append(innocents(4), batchCase{name: "find-segment", lang: "python", code: shmCode(key, false), stdin: "x\n",
-		want: "none\n", verdict: sandboxclient.VerdictTrue}))
+		want: "none\n", verdict: verdict.True}))
 }
 
 // forkBomb fills its process limit with children that sleep, then leaves
@@ -251,7 +253,7 @@ func TestForkBombThenInnocents(t *testing.T) {
 		}
 		for i, c := range innocents(50) {
 			v, resp, err := judgeCase(context.Background(), l, c.lang, c.code, c.stdin, c.want)
-			if err != nil || v != sandboxclient.VerdictTrue {
+			if err != nil || v != verdict.True {
 				t.Fatalf("round %d, innocent %d after the fork bomb: got verdict %v; %s", r, i, v, respText(resp, err))
 			}
 		}

@@ -17,9 +17,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/verl-score/verl-score/judge"
 	"github.com/verl-score/verl-score/sandbox/lang"
 	"github.com/verl-score/verl-score/sandbox/toolchain"
 	"github.com/verl-score/verl-score/sandboxclient"
+	"github.com/verl-score/verl-score/verdict"
 )
 
 // newLocal makes a Local for one test, closed at its end.
@@ -216,7 +218,7 @@ func TestNoLocalRunner(t *testing.T) {
 	if resp.Status != sandboxclient.StatusSandboxError || !strings.Contains(resp.Message, "julia") {
 		t.Fatalf("got %s, want a SandboxError naming julia", respText(resp, nil))
 	}
-	if v := sandboxclient.Judge(0, "", "", nil, resp, nil).Verdict; v != sandboxclient.VerdictAPIError {
+	if v := judge.Case(0, "", "", nil, resp, nil).Verdict; v != verdict.APIError {
 		t.Fatalf("got verdict %v, want -1", v)
 	}
 }

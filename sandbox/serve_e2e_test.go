@@ -13,9 +13,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/verl-score/verl-score/judge"
 	"github.com/verl-score/verl-score/sandbox/lang"
 	"github.com/verl-score/verl-score/sandboxclient"
 	"github.com/verl-score/verl-score/server"
+	"github.com/verl-score/verl-score/verdict"
 )
 
 // fakeClient is a sandboxclient.Client whose answer is a function; it
@@ -103,7 +105,7 @@ func serveMatrix(t *testing.T, cases []lang.Case) {
 					viaHTTP.Status, deref(viaHTTP.APIStatus), deref(viaHTTP.CompileStatus), deref(viaHTTP.RunStatus),
 					direct.Status, deref(direct.APIStatus), deref(direct.CompileStatus), deref(direct.RunStatus))
 			}
-			if c.Want == sandboxclient.VerdictTrue || c.Want == sandboxclient.VerdictFalse {
+			if c.Want == verdict.True || c.Want == verdict.False {
 				if untimed(deref(viaHTTP.Stdout)) != untimed(deref(direct.Stdout)) {
 					t.Errorf("via HTTP: got stdout %q, direct %q", deref(viaHTTP.Stdout), deref(direct.Stdout))
 				}
@@ -159,7 +161,7 @@ func TestServeUnknownLanguageEndToEnd(t *testing.T) {
 	if err == nil {
 		t.Fatalf("got response %s, want an API error", dump(resp))
 	}
-	if got := sandboxclient.Judge(0, "", "", nil, resp, err).Verdict; got != sandboxclient.VerdictAPIError {
+	if got := judge.Case(0, "", "", nil, resp, err).Verdict; got != verdict.APIError {
 		t.Errorf("got verdict %v, want -1", got)
 	}
 }

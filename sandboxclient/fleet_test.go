@@ -1,4 +1,4 @@
-package sandboxclient
+package sandboxclient_test
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	. "github.com/verl-score/verl-score/sandboxclient"
 )
 
 // endpointServer answers /run_code with the recorded python_success body

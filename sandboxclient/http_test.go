@@ -1,4 +1,4 @@
-package sandboxclient
+package sandboxclient_test
 
 import (
 	"bytes"
@@ -20,6 +20,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/verl-score/verl-score/judge"
+	. "github.com/verl-score/verl-score/sandboxclient"
+	"github.com/verl-score/verl-score/verdict"
 )
 
 // reply is one scripted answer of the fake sandbox.
@@ -202,23 +206,23 @@ func TestHTTPClientFixtures(t *testing.T) {
 	tests := []struct {
 		fixture  string
 		expected string
-		verdict  Verdict
+		verdict  verdict.Code
 		status   string
 	}{
-		{"python_success", "hi", VerdictTrue, CaseSuccess},
-		{"python_wrong_answer", "hi", VerdictFalse, CaseWrongAnswer},
-		{"python_runtime_error", "", VerdictRuntimeError, CaseRuntimeError},
-		{"python_exit_nonzero", "", VerdictRuntimeError, CaseRuntimeError},
-		{"python_syntax_error", "", VerdictRuntimeError, CaseRuntimeError},
-		{"python_timeout", "start", VerdictTimeout, CaseTimeout},
-		{"python_memory_error", "", VerdictRuntimeError, CaseRuntimeError},
-		{"python_stdin_null", "''", VerdictTrue, CaseSuccess},
-		{"cpp_compile_error", "hi", VerdictCompileError, CaseCompileError},
-		{"go_compile_error", "", VerdictCompileError, CaseCompileError},
-		{"cpp_runtime_error", "", VerdictRuntimeError, CaseRuntimeError},
-		{"cpp_success", "5", VerdictTrue, CaseSuccess},
-		{"bash_success", "got abc", VerdictTrue, CaseSuccess},
-		{"sql_no_runner", "1", VerdictAPIError, CaseSandboxError},
+		{"python_success", "hi", verdict.True, verdict.StatusSuccess},
+		{"python_wrong_answer", "hi", verdict.False, verdict.StatusWrongAnswer},
+		{"python_runtime_error", "", verdict.RuntimeError, verdict.StatusRuntimeError},
+		{"python_exit_nonzero", "", verdict.RuntimeError, verdict.StatusRuntimeError},
+		{"python_syntax_error", "", verdict.RuntimeError, verdict.StatusRuntimeError},
+		{"python_timeout", "start", verdict.Timeout, verdict.StatusTimeout},
+		{"python_memory_error", "", verdict.RuntimeError, verdict.StatusRuntimeError},
+		{"python_stdin_null", "''", verdict.True, verdict.StatusSuccess},
+		{"cpp_compile_error", "hi", verdict.CompileError, verdict.StatusCompileError},
+		{"go_compile_error", "", verdict.CompileError, verdict.StatusCompileError},
+		{"cpp_runtime_error", "", verdict.RuntimeError, verdict.StatusRuntimeError},
+		{"cpp_success", "5", verdict.True, verdict.StatusSuccess},
+		{"bash_success", "got abc", verdict.True, verdict.StatusSuccess},
+		{"sql_no_runner", "1", verdict.APIError, verdict.StatusSandboxError},
 	}
 	for _, tt := range tests {
 		t.Run(tt.fixture, func(t *testing.T) {
@@ -230,7 +234,7 @@ func TestHTTPClientFixtures(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Run: %v", err)
 			}
-			got := Judge(0, "", tt.expected, &tt.expected, resp, err)
+			got := judge.Case(0, "", tt.expected, &tt.expected, resp, err)
 			if got.Verdict != tt.verdict || got.Status != tt.status || got.Attempts != 1 {
 				t.Errorf("got %v %q after %d attempts, want %v %q after 1", got.Verdict, got.Status, got.Attempts, tt.verdict, tt.status)
 			}
@@ -377,72 +381,72 @@ func TestHTTPClientRetries(t *testing.T) {
 
 		wantAttempts   int
 		wantSleeps     []time.Duration
-		wantVerdict    Verdict
+		wantVerdict    verdict.Code
 		wantStatus     string
 		wantStatusCode int // of the *APIError; 0 when a response is returned
 	}{
 		{name: "504 twice then success", replies: []reply{gw, gw, okReply(success)}, policy: DefaultRetryPolicy(),
-			wantAttempts: 3, wantSleeps: []time.Duration{time.Second, 2 * time.Second}, wantVerdict: VerdictTrue, wantStatus: CaseSuccess},
+			wantAttempts: 3, wantSleeps: []time.Duration{time.Second, 2 * time.Second}, wantVerdict: verdict.True, wantStatus: verdict.StatusSuccess},
 		{name: "504 twice then success verl policy", replies: []reply{gw, gw, okReply(success)}, policy: VerlRetryPolicy(),
-			wantAttempts: 3, wantSleeps: []time.Duration{time.Second, 2 * time.Second}, wantVerdict: VerdictTrue, wantStatus: CaseSuccess},
+			wantAttempts: 3, wantSleeps: []time.Duration{time.Second, 2 * time.Second}, wantVerdict: verdict.True, wantStatus: verdict.StatusSuccess},
 		{name: "504 three times", replies: []reply{gw, gw, gw}, policy: DefaultRetryPolicy(),
-			wantAttempts: 3, wantSleeps: []time.Duration{time.Second, 2 * time.Second}, wantVerdict: VerdictAPIError, wantStatus: CaseAPIError, wantStatusCode: 504},
+			wantAttempts: 3, wantSleeps: []time.Duration{time.Second, 2 * time.Second}, wantVerdict: verdict.APIError, wantStatus: verdict.StatusAPIError, wantStatusCode: 504},
 		{name: "500", replies: []reply{{status: 500, body: []byte("Internal Server Error")}}, policy: DefaultRetryPolicy(),
-			wantAttempts: 1, wantVerdict: VerdictAPIError, wantStatus: CaseAPIError, wantStatusCode: 500},
+			wantAttempts: 1, wantVerdict: verdict.APIError, wantStatus: verdict.StatusAPIError, wantStatusCode: 500},
 		{name: "502", replies: []reply{{status: 502, body: []byte("bad gateway")}}, policy: DefaultRetryPolicy(),
-			wantAttempts: 1, wantVerdict: VerdictAPIError, wantStatus: CaseAPIError, wantStatusCode: 502},
+			wantAttempts: 1, wantVerdict: verdict.APIError, wantStatus: verdict.StatusAPIError, wantStatusCode: 502},
 		{name: "429 honours Retry-After seconds", policy: DefaultRetryPolicy(),
 			replies:      []reply{{status: 429, header: map[string]string{"Retry-After": "3"}, body: []byte(`{"detail":"slow down"}`)}, okReply(success)},
-			wantAttempts: 2, wantSleeps: []time.Duration{3 * time.Second}, wantVerdict: VerdictTrue, wantStatus: CaseSuccess},
+			wantAttempts: 2, wantSleeps: []time.Duration{3 * time.Second}, wantVerdict: verdict.True, wantStatus: verdict.StatusSuccess},
 		{name: "429 honours Retry-After date", policy: DefaultRetryPolicy(),
 			replies: []reply{{status: 429, header: map[string]string{"Retry-After": testNow.Add(4 * time.Second).Format(http.TimeFormat)}},
 				okReply(success)},
-			wantAttempts: 2, wantSleeps: []time.Duration{4 * time.Second}, wantVerdict: VerdictTrue, wantStatus: CaseSuccess},
+			wantAttempts: 2, wantSleeps: []time.Duration{4 * time.Second}, wantVerdict: verdict.True, wantStatus: verdict.StatusSuccess},
 		{name: "429 Retry-After bounded by OverloadMax", policy: DefaultRetryPolicy(),
 			replies:      []reply{{status: 429, header: map[string]string{"Retry-After": "3600"}}, okReply(success)},
-			wantAttempts: 2, wantSleeps: []time.Duration{10 * time.Second}, wantVerdict: VerdictTrue, wantStatus: CaseSuccess},
+			wantAttempts: 2, wantSleeps: []time.Duration{10 * time.Second}, wantVerdict: verdict.True, wantStatus: verdict.StatusSuccess},
 		{name: "429 verl policy gives up", policy: VerlRetryPolicy(),
 			replies:      []reply{{status: 429, header: map[string]string{"Retry-After": "3"}}},
-			wantAttempts: 1, wantVerdict: VerdictAPIError, wantStatus: CaseAPIError, wantStatusCode: 429},
+			wantAttempts: 1, wantVerdict: verdict.APIError, wantStatus: verdict.StatusAPIError, wantStatusCode: 429},
 		{name: "503 then success", policy: DefaultRetryPolicy(),
 			replies:      []reply{{status: 503, body: []byte("busy")}, okReply(success)},
-			wantAttempts: 2, wantSleeps: []time.Duration{375 * time.Millisecond}, wantVerdict: VerdictTrue, wantStatus: CaseSuccess},
+			wantAttempts: 2, wantSleeps: []time.Duration{375 * time.Millisecond}, wantVerdict: verdict.True, wantStatus: verdict.StatusSuccess},
 		{name: "503 until the overload budget is spent", policy: DefaultRetryPolicy(),
 			replies: []reply{{status: 503}, {status: 503}, {status: 503}, {status: 503}, {status: 503}},
 			// equal jitter with rand 0.5: 3/4 of 0.5, 1, 2, 4 s
 			wantAttempts: 5, wantSleeps: []time.Duration{375 * time.Millisecond, 750 * time.Millisecond, 1500 * time.Millisecond, 3 * time.Second},
-			wantVerdict: VerdictAPIError, wantStatus: CaseAPIError, wantStatusCode: 503},
+			wantVerdict: verdict.APIError, wantStatus: verdict.StatusAPIError, wantStatusCode: 503},
 		{name: "504 and 429 have separate budgets", policy: DefaultRetryPolicy(),
 			replies:      []reply{gw, {status: 429, header: map[string]string{"Retry-After": "1"}}, gw, okReply(success)},
-			wantAttempts: 4, wantSleeps: []time.Duration{time.Second, time.Second, 2 * time.Second}, wantVerdict: VerdictTrue, wantStatus: CaseSuccess},
+			wantAttempts: 4, wantSleeps: []time.Duration{time.Second, time.Second, 2 * time.Second}, wantVerdict: verdict.True, wantStatus: verdict.StatusSuccess},
 		{name: "garbage body", policy: DefaultRetryPolicy(),
 			replies:      []reply{{status: 200, body: []byte("<html>it works</html>"), header: map[string]string{"Content-Type": "text/html"}}},
-			wantAttempts: 1, wantVerdict: VerdictAPIError, wantStatus: CaseAPIError, wantStatusCode: 200},
+			wantAttempts: 1, wantVerdict: verdict.APIError, wantStatus: verdict.StatusAPIError, wantStatusCode: 200},
 		{name: "truncated json", policy: DefaultRetryPolicy(),
 			replies:      []reply{okReply(success[:len(success)/2])},
-			wantAttempts: 1, wantVerdict: VerdictAPIError, wantStatus: CaseAPIError, wantStatusCode: 200},
+			wantAttempts: 1, wantVerdict: verdict.APIError, wantStatus: verdict.StatusAPIError, wantStatusCode: 200},
 		{name: "json null", policy: DefaultRetryPolicy(), replies: []reply{okReply([]byte("null"))},
-			wantAttempts: 1, wantVerdict: VerdictAPIError, wantStatus: CaseAPIError, wantStatusCode: 200},
+			wantAttempts: 1, wantVerdict: verdict.APIError, wantStatus: verdict.StatusAPIError, wantStatusCode: 200},
 		{name: "json array", policy: DefaultRetryPolicy(), replies: []reply{okReply([]byte(`[{"status":"Success"}]`))},
-			wantAttempts: 1, wantVerdict: VerdictAPIError, wantStatus: CaseAPIError, wantStatusCode: 200},
+			wantAttempts: 1, wantVerdict: verdict.APIError, wantStatus: verdict.StatusAPIError, wantStatusCode: 200},
 		{name: "empty 200 body", policy: DefaultRetryPolicy(), replies: []reply{okReply(nil)},
-			wantAttempts: 1, wantVerdict: VerdictAPIError, wantStatus: CaseAPIError, wantStatusCode: 200},
+			wantAttempts: 1, wantVerdict: verdict.APIError, wantStatus: verdict.StatusAPIError, wantStatusCode: 200},
 		{name: "object without status is judged", policy: DefaultRetryPolicy(), replies: []reply{okReply([]byte(`{"message":"?"}`))},
-			wantAttempts: 1, wantVerdict: VerdictAPIError, wantStatus: "unknown_api_status_"},
+			wantAttempts: 1, wantVerdict: verdict.APIError, wantStatus: "unknown_api_status_"},
 		{name: "wrong field type", policy: DefaultRetryPolicy(), replies: []reply{okReply([]byte(`{"status":"Success","run_result":"oops"}`))},
-			wantAttempts: 1, wantVerdict: VerdictAPIError, wantStatus: CaseAPIError, wantStatusCode: 200},
+			wantAttempts: 1, wantVerdict: verdict.APIError, wantStatus: verdict.StatusAPIError, wantStatusCode: 200},
 		{name: "422 unsupported language detail", policy: DefaultRetryPolicy(), replies: []reply{{status: 422, body: unsupported}},
-			wantAttempts: 1, wantVerdict: VerdictAPIError, wantStatus: CaseAPIError, wantStatusCode: 422},
+			wantAttempts: 1, wantVerdict: verdict.APIError, wantStatus: verdict.StatusAPIError, wantStatusCode: 422},
 		{name: "422 json decode detail", policy: DefaultRetryPolicy(), replies: []reply{{status: 422, body: notJSON}},
-			wantAttempts: 1, wantVerdict: VerdictAPIError, wantStatus: CaseAPIError, wantStatusCode: 422},
+			wantAttempts: 1, wantVerdict: verdict.APIError, wantStatus: verdict.StatusAPIError, wantStatusCode: 422},
 		{name: "SandboxError not retried by default", policy: DefaultRetryPolicy(), replies: []reply{okReply(sandboxErr)},
-			wantAttempts: 1, wantVerdict: VerdictAPIError, wantStatus: CaseSandboxError},
+			wantAttempts: 1, wantVerdict: verdict.APIError, wantStatus: verdict.StatusSandboxError},
 		{name: "SandboxError retried when opted in", policy: optIn,
 			replies:      []reply{okReply(sandboxErr), okReply(sandboxErr), okReply(success)},
-			wantAttempts: 3, wantSleeps: []time.Duration{375 * time.Millisecond, 750 * time.Millisecond}, wantVerdict: VerdictTrue, wantStatus: CaseSuccess},
+			wantAttempts: 3, wantSleeps: []time.Duration{375 * time.Millisecond, 750 * time.Millisecond}, wantVerdict: verdict.True, wantStatus: verdict.StatusSuccess},
 		{name: "SandboxError opt-in budget spent", policy: optIn,
 			replies:      []reply{okReply(sandboxErr), okReply(sandboxErr), okReply(sandboxErr)},
-			wantAttempts: 3, wantSleeps: []time.Duration{375 * time.Millisecond, 750 * time.Millisecond}, wantVerdict: VerdictAPIError, wantStatus: CaseSandboxError},
+			wantAttempts: 3, wantSleeps: []time.Duration{375 * time.Millisecond, 750 * time.Millisecond}, wantVerdict: verdict.APIError, wantStatus: verdict.StatusSandboxError},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -451,7 +455,7 @@ func TestHTTPClientRetries(t *testing.T) {
 			c := newTestClient(t, srv.srv.URL, tt.policy, clock)
 			resp, err := c.Run(context.Background(), pythonRequest())
 
-			got := Judge(0, "hi", "hi", sp("hi"), resp, err)
+			got := judge.Case(0, "hi", "hi", sp("hi"), resp, err)
 			if got.Verdict != tt.wantVerdict || got.Status != tt.wantStatus {
 				t.Errorf("got %v %q, want %v %q (err %v)", got.Verdict, got.Status, tt.wantVerdict, tt.wantStatus, err)
 			}
@@ -464,7 +468,7 @@ func TestHTTPClientRetries(t *testing.T) {
 			if s := clock.Sleeps(); !slices.Equal(s, tt.wantSleeps) {
 				t.Errorf("sleeps: got %v, want %v", s, tt.wantSleeps)
 			}
-			if tt.wantStatus == CaseAPIError {
+			if tt.wantStatus == verdict.StatusAPIError {
 				var apiErr *APIError
 				if !errors.As(err, &apiErr) {
 					t.Fatalf("got error %v (%T), want *APIError", err, err)
@@ -493,8 +497,8 @@ func TestHTTPClientUnsupportedLanguage(t *testing.T) {
 		if !errors.As(err, &apiErr) || apiErr.Attempts != 0 || resp != nil {
 			t.Errorf("%q: got %v, %v, want *APIError with 0 attempts", lang, resp, err)
 		}
-		got := Judge(0, "", "", nil, resp, err)
-		if got.Verdict != VerdictAPIError || got.Status != CaseAPIError || got.Attempts != 0 {
+		got := judge.Case(0, "", "", nil, resp, err)
+		if got.Verdict != verdict.APIError || got.Status != verdict.StatusAPIError || got.Attempts != 0 {
 			t.Errorf("%q: got %v %q attempts %d, want -1 api_error 0", lang, got.Verdict, got.Status, got.Attempts)
 		}
 	}
@@ -554,8 +558,8 @@ func TestHTTPClientConnectionRefused(t *testing.T) {
 			if n := len(clock.Sleeps()); n != tt.wantSleeps {
 				t.Errorf("sleeps: got %d, want %d", n, tt.wantSleeps)
 			}
-			got := Judge(0, "", "", nil, resp, err)
-			if got.Verdict != VerdictAPIError || got.Status != CaseAPIError || got.Attempts != tt.wantDials {
+			got := judge.Case(0, "", "", nil, resp, err)
+			if got.Verdict != verdict.APIError || got.Status != verdict.StatusAPIError || got.Attempts != tt.wantDials {
 				t.Errorf("got %v %q attempts %d, want -1 api_error %d", got.Verdict, got.Status, got.Attempts, tt.wantDials)
 			}
 		})
@@ -595,15 +599,15 @@ func TestHTTPClientConnectionReset(t *testing.T) {
 		name         string
 		policy       RetryPolicy
 		wantAttempts int
-		wantVerdict  Verdict
+		wantVerdict  verdict.Code
 	}{
-		{"default policy retries", DefaultRetryPolicy(), 3, VerdictTrue},
-		{"verl policy gives up", VerlRetryPolicy(), 1, VerdictAPIError},
+		{"default policy retries", DefaultRetryPolicy(), 3, verdict.True},
+		{"verl policy gives up", VerlRetryPolicy(), 1, verdict.APIError},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fakeSandbox{t: t}
-			if tt.wantVerdict == VerdictTrue {
+			if tt.wantVerdict == verdict.True {
 				f.replies = []reply{okReply(success)}
 			}
 			srv := httptest.NewUnstartedServer(http.HandlerFunc(f.serve))
@@ -617,7 +621,7 @@ func TestHTTPClientConnectionReset(t *testing.T) {
 			clock := &fakeClock{}
 			c := newTestClient(t, srv.URL, tt.policy, clock)
 			resp, err := c.Run(context.Background(), pythonRequest())
-			got := Judge(0, "hi", "hi", sp("hi"), resp, err)
+			got := judge.Case(0, "hi", "hi", sp("hi"), resp, err)
 			if got.Verdict != tt.wantVerdict || got.Attempts != tt.wantAttempts {
 				t.Errorf("got %v after %d attempts (err %v), want %v after %d", got.Verdict, got.Attempts, err, tt.wantVerdict, tt.wantAttempts)
 			}
@@ -713,7 +717,7 @@ func TestHTTPClientBodyCap(t *testing.T) {
 	}))
 	defer srv.Close()
 	c := newTestClient(t, srv.URL, DefaultRetryPolicy(), &fakeClock{})
-	c.maxBody = 1 << 20
+	SetMaxBody(c, 1<<20)
 	resp, err := c.Run(context.Background(), pythonRequest())
 	var apiErr *APIError
 	if !errors.As(err, &apiErr) || apiErr.Attempts != 1 || resp != nil {
@@ -735,7 +739,7 @@ func TestAttemptTimeout(t *testing.T) {
 		{0.5, 0.25, 10750 * time.Millisecond},
 	}
 	for _, tt := range tests {
-		got := attemptTimeout(&Request{CompileTimeout: tt.compile, RunTimeout: tt.run})
+		got := AttemptTimeout(&Request{CompileTimeout: tt.compile, RunTimeout: tt.run})
 		if got != tt.want {
 			t.Errorf("compile %v run %v: got %v, want %v", tt.compile, tt.run, got, tt.want)
 		}
@@ -914,7 +918,7 @@ func TestIsOverload(t *testing.T) {
 		{"other", 0, errors.New("tls: bad certificate"), false},
 	}
 	for _, tt := range tests {
-		if got := isOverload(tt.status, tt.err); got != tt.want {
+		if got := IsOverload(tt.status, tt.err); got != tt.want {
 			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
 		}
 	}

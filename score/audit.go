@@ -10,6 +10,7 @@ import (
 
 	"github.com/verl-score/verl-score/sandboxclient"
 	"github.com/verl-score/verl-score/testcases"
+	"github.com/verl-score/verl-score/verdict"
 )
 
 // Audit flags: the loopholes a probe catches (docs/semantics.md §11).
@@ -50,7 +51,7 @@ func (e *Engine) audit(ctx context.Context, st *solState) {
 	nonce := newNonce()
 	for i := range st.res.Cases {
 		cr := &st.res.Cases[i]
-		if cr.Verdict != sandboxclient.VerdictTrue {
+		if cr.Verdict != verdict.True {
 			continue
 		}
 		c := &st.set.Cases[i]

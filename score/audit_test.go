@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/verl-score/verl-score/sandboxclient"
+	"github.com/verl-score/verl-score/verdict"
 )
 
 // TestAuditCatchesLoopholes: each loophole passes under verl's rules and
@@ -116,7 +117,7 @@ func TestAuditStoppedIsAborted(t *testing.T) {
 	}
 	c.e = e
 	r := runAll(t, e, []Solution{{Completion: fence("python", "print(3)"), GroundTruth: gt}})[0]
-	if r.Cases[0].Verdict != sandboxclient.VerdictTrue || !r.Aborted {
+	if r.Cases[0].Verdict != verdict.True || !r.Aborted {
 		t.Errorf("verdict %v, aborted %v, audit %+v; want a True case and an aborted result", r.Cases[0].Verdict, r.Aborted, r.Audit)
 	}
 }

@@ -11,9 +11,11 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/verl-score/verl-score/judge"
 	langs "github.com/verl-score/verl-score/sandbox/lang"
 	"github.com/verl-score/verl-score/sandboxclient"
 	"github.com/verl-score/verl-score/testcases"
+	"github.com/verl-score/verl-score/verdict"
 )
 
 // Mode chooses how a solution's cases become its score.
@@ -162,8 +164,8 @@ type Result struct {
 	ScoreExact float64
 	Continuous bool
 	Language   string
-	Cases      []sandboxclient.CaseResult // in case order
-	Err        string                     // "" when the solution could be scored
+	Cases      []verdict.Case // in case order
+	Err        string         // "" when the solution could be scored
 	// InputErr marks an Err that is the input's fault, not the response's:
 	// a bad row or a ground truth that cannot be parsed.
 	InputErr    bool
@@ -445,14 +447,14 @@ func (e *Engine) start(sol Solution) *solState {
 		st.program = set.Program(code, 0, lang)
 	}
 	n := len(set.Cases)
-	st.res.Cases = make([]sandboxclient.CaseResult, n)
+	st.res.Cases = make([]verdict.Case, n)
 	st.sent = make([]bool, n)
 	e.progress.CasesTotal.Add(int64(n))
 	if set.Mismatch {
 		for i, c := range set.Cases {
 			msg := "Input/output count mismatch"
-			st.res.Cases[i] = sandboxclient.CaseResult{
-				Verdict: sandboxclient.VerdictAPIError, CaseIndex: i, Input: c.Input,
+			st.res.Cases[i] = verdict.Case{
+				Verdict: verdict.APIError, CaseIndex: i, Input: c.Input,
 				ExpectedOutput: c.ExpectedText, Status: "input_output_mismatch", APIRequestError: &msg,
 			}
 		}
@@ -564,9 +566,9 @@ func (e *Engine) request(st *solState, i int) *sandboxclient.Request {
 	}
 }
 
-func (e *Engine) judge(st *solState, i int, resp *sandboxclient.Response, err error) sandboxclient.CaseResult {
+func (e *Engine) judge(st *solState, i int, resp *sandboxclient.Response, err error) verdict.Case {
 	c := &st.set.Cases[i]
-	return sandboxclient.Judge(i, c.Input, c.ExpectedText, c.Expected, resp, err)
+	return judge.Case(i, c.Input, c.ExpectedText, c.Expected, resp, err)
 }
 
 // finish settles st and releases it.
@@ -588,7 +590,7 @@ func (e *Engine) settle(st *solState) bool {
 	cases := st.res.Cases
 	k := -1 // smallest index with a -4 verdict among the cases that have one
 	for i := range cases {
-		if cases[i].Status != "" && cases[i].Verdict == sandboxclient.VerdictCompileError {
+		if cases[i].Status != "" && cases[i].Verdict == verdict.CompileError {
 			k = i
 			break
 		}
@@ -600,27 +602,27 @@ func (e *Engine) settle(st *solState) bool {
 		// Never sent.
 		c := &st.set.Cases[i]
 		if k >= 0 && i > k {
-			cases[i] = sandboxclient.CaseResult{
-				Verdict: sandboxclient.VerdictCompileError, CaseIndex: i, Input: c.Input,
-				ExpectedOutput: c.ExpectedText, Status: sandboxclient.CaseCompileErrorSkipped,
+			cases[i] = verdict.Case{
+				Verdict: verdict.CompileError, CaseIndex: i, Input: c.Input,
+				ExpectedOutput: c.ExpectedText, Status: verdict.StatusCompileErrorSkipped,
 			}
 			st.res.Saved++
 			e.progress.CasesDone.Add(1)
 		} else {
 			// Not sent because the run was aborted.
 			msg := "not sent: run interrupted"
-			cases[i] = sandboxclient.CaseResult{
-				Verdict: sandboxclient.VerdictAPIError, CaseIndex: i, Input: c.Input,
-				ExpectedOutput: c.ExpectedText, Status: sandboxclient.CaseAPIError, APIRequestError: &msg, Infra: true,
+			cases[i] = verdict.Case{
+				Verdict: verdict.APIError, CaseIndex: i, Input: c.Input,
+				ExpectedOutput: c.ExpectedText, Status: verdict.StatusAPIError, APIRequestError: &msg, Infra: true,
 			}
 			st.res.Aborted = true
 		}
 	}
 	if k >= 0 {
 		for i := k + 1; i < len(cases); i++ {
-			if cases[i].Verdict != sandboxclient.VerdictCompileError {
-				cases[i].Verdict = sandboxclient.VerdictCompileError
-				cases[i].Status = sandboxclient.CaseCompileErrorSkipped
+			if cases[i].Verdict != verdict.CompileError {
+				cases[i].Verdict = verdict.CompileError
+				cases[i].Status = verdict.StatusCompileErrorSkipped
 			}
 		}
 	}
@@ -640,7 +642,7 @@ func Compute(verdicts []int8, continuous bool) float64 {
 	}
 	passed := 0
 	for _, v := range verdicts[:n] {
-		if v == int8(sandboxclient.VerdictTrue) {
+		if v == int8(verdict.True) {
 			passed++
 		}
 	}

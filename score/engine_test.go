@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/verl-score/verl-score/sandboxclient"
+	"github.com/verl-score/verl-score/verdict"
 )
 
 // standIn is an httptest SandboxFusion server. It answers like the real
@@ -203,11 +204,11 @@ func TestCompileErrorSkipsCasesWithSameVerdicts(t *testing.T) {
 		t.Errorf("verdicts differ:\n skip: %s\n  all: %s", got, want)
 	}
 	for i, c := range skipped.Cases {
-		want := sandboxclient.CaseCompileErrorSkipped
+		want := verdict.StatusCompileErrorSkipped
 		if i == 0 {
-			want = sandboxclient.CaseCompileError
+			want = verdict.StatusCompileError
 		}
-		if c.Status != want || c.Verdict != sandboxclient.VerdictCompileError {
+		if c.Status != want || c.Verdict != verdict.CompileError {
 			t.Errorf("case %d: got %v %s, want -4 %s", i, c.Verdict, c.Status, want)
 		}
 	}

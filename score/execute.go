@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/verl-score/verl-score/sandboxclient"
+	"github.com/verl-score/verl-score/verdict"
 )
 
 // Cache keeps sandbox answers across runs (resultcache.Dir); the key is a
@@ -57,10 +58,10 @@ func (e *Engine) send(ctx context.Context, st *solState, i int) {
 	if cr.Attempts > 1 {
 		st.res.Retries += cr.Attempts - 1
 	}
-	if cr.Verdict == sandboxclient.VerdictCompileError && (st.firstCE < 0 || i < st.firstCE) {
+	if cr.Verdict == verdict.CompileError && (st.firstCE < 0 || i < st.firstCE) {
 		st.firstCE = i
 	}
-	if ctx.Err() != nil && cr.Status == sandboxclient.CaseAPIError {
+	if ctx.Err() != nil && cr.Status == verdict.StatusAPIError {
 		st.res.Aborted = true
 	}
 	st.mu.Unlock()
@@ -73,11 +74,11 @@ func (e *Engine) send(ctx context.Context, st *solState, i int) {
 
 // storable reports whether a verdict is deterministic enough to keep its
 // answer across runs.
-func (e *Engine) storable(cr sandboxclient.CaseResult) bool {
+func (e *Engine) storable(cr verdict.Case) bool {
 	switch {
-	case cr.Infra || cr.Verdict == sandboxclient.VerdictAPIError:
+	case cr.Infra || cr.Verdict == verdict.APIError:
 		return false
-	case cr.Verdict == sandboxclient.VerdictTimeout, cr.Status == sandboxclient.CaseCompileTimeout:
+	case cr.Verdict == verdict.Timeout, cr.Status == verdict.StatusCompileTimeout:
 		// A run or compile that reached its limit may not on a quieter
 		// machine: a verdict of the moment, not of the code.
 		return e.opts.CacheTimeouts

@@ -7,6 +7,7 @@ import (
 
 	"github.com/verl-score/verl-score/sandboxclient"
 	"github.com/verl-score/verl-score/testcases"
+	"github.com/verl-score/verl-score/verdict"
 )
 
 // maxCheckerOutput bounds the checker output kept with a case.
@@ -20,8 +21,8 @@ const maxCheckerOutput = 2000
 // run needs a slot of the limit: holding says whether the caller has one,
 // and rejudge returns whether it has one now, and how many checker
 // requests it made.
-func (e *Engine) rejudge(ctx context.Context, st *solState, i int, cr *sandboxclient.CaseResult, holding bool) (bool, int) {
-	if cr.Status != sandboxclient.CaseSuccess && cr.Status != sandboxclient.CaseWrongAnswer {
+func (e *Engine) rejudge(ctx context.Context, st *solState, i int, cr *verdict.Case, holding bool) (bool, int) {
+	if cr.Status != verdict.StatusSuccess && cr.Status != verdict.StatusWrongAnswer {
 		return holding, 0
 	}
 	c := &st.set.Cases[i]
@@ -33,7 +34,7 @@ func (e *Engine) rejudge(ctx context.Context, st *solState, i int, cr *sandboxcl
 	switch ch := st.set.Checker; {
 	case ch != nil:
 		// An output equal to the expected one is accepted without asking.
-		if exact == sandboxclient.VerdictTrue && ch.Err == "" {
+		if exact == verdict.True && ch.Err == "" {
 			break
 		}
 		if !holding {
@@ -44,10 +45,10 @@ func (e *Engine) rejudge(ctx context.Context, st *solState, i int, cr *sandboxcl
 			holding = true
 		}
 		runs = e.runChecker(ctx, ch, c, cr)
-	case exact == sandboxclient.VerdictFalse:
+	case exact == verdict.False:
 		callBased := st.set.FnName != "" && st.lang == "python"
 		if e.opts.Compare.Match(*cr.Stdout, *c.Expected, callBased) {
-			cr.Verdict, cr.Status = sandboxclient.VerdictTrue, sandboxclient.CaseSuccess
+			cr.Verdict, cr.Status = verdict.True, verdict.StatusSuccess
 		}
 	}
 	if cr.Verdict != exact {
@@ -59,7 +60,7 @@ func (e *Engine) rejudge(ctx context.Context, st *solState, i int, cr *sandboxcl
 // runChecker runs the problem's checker on case c's output and sets cr's
 // verdict from its exit code (testcases.CheckerAccepted and the rest). It
 // returns the requests made.
-func (e *Engine) runChecker(ctx context.Context, ch *testcases.Checker, c *testcases.Case, cr *sandboxclient.CaseResult) int {
+func (e *Engine) runChecker(ctx context.Context, ch *testcases.Checker, c *testcases.Case, cr *verdict.Case) int {
 	if ch.Err != "" {
 		e.checkerFailed(cr, ch.Err)
 		return 0
@@ -91,7 +92,7 @@ func (e *Engine) runChecker(ctx context.Context, ch *testcases.Checker, c *testc
 		}
 	}
 	resp, err := e.client.Run(ctx, req)
-	res := &sandboxclient.CheckerResult{}
+	res := &verdict.Checker{}
 	cr.Checker = res
 	if err != nil {
 		e.checkerFailed(cr, "checker request failed: "+err.Error())
@@ -115,9 +116,9 @@ func (e *Engine) runChecker(ctx context.Context, ch *testcases.Checker, c *testc
 	case rr.Status != sandboxclient.StepFinished || rr.ReturnCode == nil:
 		e.checkerFailed(cr, fmt.Sprintf("checker run ended as %s", rr.Status))
 	case *rr.ReturnCode == testcases.CheckerAccepted:
-		cr.Verdict, cr.Status = sandboxclient.VerdictTrue, sandboxclient.CaseSuccess
+		cr.Verdict, cr.Status = verdict.True, verdict.StatusSuccess
 	case *rr.ReturnCode == testcases.CheckerWrongAnswer || *rr.ReturnCode == testcases.CheckerPresentation:
-		cr.Verdict, cr.Status = sandboxclient.VerdictFalse, sandboxclient.CaseWrongAnswer
+		cr.Verdict, cr.Status = verdict.False, verdict.StatusWrongAnswer
 	default:
 		e.checkerFailed(cr, fmt.Sprintf("checker failed with exit code %d", *rr.ReturnCode))
 	}
@@ -125,12 +126,12 @@ func (e *Engine) runChecker(ctx context.Context, ch *testcases.Checker, c *testc
 }
 
 // checkerFailed makes cr an infrastructure error of the checker.
-func (e *Engine) checkerFailed(cr *sandboxclient.CaseResult, msg string) {
+func (e *Engine) checkerFailed(cr *verdict.Case, msg string) {
 	if cr.Checker == nil {
-		cr.Checker = &sandboxclient.CheckerResult{}
+		cr.Checker = &verdict.Checker{}
 	}
 	cr.Checker.Error = msg
-	cr.Verdict, cr.Status, cr.Infra = sandboxclient.VerdictAPIError, sandboxclient.CaseCheckerError, true
+	cr.Verdict, cr.Status, cr.Infra = verdict.APIError, verdict.StatusCheckerError, true
 	cr.APIRequestError = &msg
 }
 

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/verl-score/verl-score/sandbox"
-	"github.com/verl-score/verl-score/sandboxclient"
 	"github.com/verl-score/verl-score/testcases"
+	"github.com/verl-score/verl-score/verdict"
 )
 
 var (
@@ -84,8 +84,8 @@ func TestCompareModesInTheEngine(t *testing.T) {
 				t.Errorf("%s: solution %d scores %g (exact %g), want %g (exact 0); cases %+v", tc.compare, i, r.Score, r.ScoreExact, tc.want[i], r.Cases)
 			}
 			for _, c := range r.Cases {
-				flipped := c.Verdict == sandboxclient.VerdictTrue
-				if flipped != (c.VerdictExact != nil) || (flipped && (*c.VerdictExact != sandboxclient.VerdictFalse || c.Status != sandboxclient.CaseSuccess)) {
+				flipped := c.Verdict == verdict.True
+				if flipped != (c.VerdictExact != nil) || (flipped && (*c.VerdictExact != verdict.False || c.Status != verdict.StatusSuccess)) {
 					t.Errorf("%s: solution %d case %d: verdict %v, exact %v, status %s", tc.compare, i, c.CaseIndex, c.Verdict, c.VerdictExact, c.Status)
 				}
 			}
@@ -171,7 +171,7 @@ func TestCheckerJudgesManyAnswers(t *testing.T) {
 		e := engineWith(t, func(o *Options) { o.CheckerKey = "checker"; o.Timeout = 2 })
 		r := runAll(t, e, []Solution{{Completion: fence("python", "n = int(input())\nprint(n - 1, 1)"), GroundTruth: gt(checker)}})[0]
 		for _, c := range r.Cases {
-			if c.Verdict != sandboxclient.VerdictAPIError || !c.Infra || c.Status != sandboxclient.CaseCheckerError || c.Checker == nil || c.Checker.Error == "" {
+			if c.Verdict != verdict.APIError || !c.Infra || c.Status != verdict.StatusCheckerError || c.Checker == nil || c.Checker.Error == "" {
 				t.Errorf("%s: case %d verdict %v infra %v status %s checker %+v; want an infrastructure error of the checker", name, c.CaseIndex, c.Verdict, c.Infra, c.Status, c.Checker)
 			}
 		}

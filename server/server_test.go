@@ -19,7 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verl-score/verl-score/judge"
 	"github.com/verl-score/verl-score/sandboxclient"
+	"github.com/verl-score/verl-score/verdict"
 )
 
 // fakeClient is a sandboxclient.Client whose answer is a function; it
@@ -405,7 +407,7 @@ func TestRunCodeClientErrorIsSandboxError(t *testing.T) {
 	if r.Status != sandboxclient.StatusSandboxError || !strings.Contains(r.Message, "no runner for sql") {
 		t.Errorf("got status %q message %q, want SandboxError naming the cause", r.Status, r.Message)
 	}
-	if got := sandboxclient.Judge(0, "", "", nil, &r, nil).Verdict; got != sandboxclient.VerdictAPIError {
+	if got := judge.Case(0, "", "", nil, &r, nil).Verdict; got != verdict.APIError {
 		t.Errorf("got verdict %v, want -1", got)
 	}
 }

@@ -1,6 +1,10 @@
 package lang
 
-import "github.com/verl-score/verl-score/sandboxclient"
+import (
+	"github.com/verl-score/verl-score/judge"
+	"github.com/verl-score/verl-score/sandboxclient"
+	"github.com/verl-score/verl-score/verdict"
+)
 
 // Case is one program with its input, expected output and the verdict any
 // SandboxFusion-compatible sandbox must give it. The same matrix runs
@@ -14,7 +18,7 @@ type Case struct {
 	RunTimeout float64           // seconds; 0 means 10
 	MemoryMB   int               // memory_limit_MB; 0 means 1024
 	Files      map[string]string // the request's files, base64
-	Want       sandboxclient.Verdict
+	Want       verdict.Code
 }
 
 // Request is the request the case sends: 1024 MB and a compile timeout of
@@ -46,7 +50,7 @@ func (c Case) Request() *sandboxclient.Request {
 }
 
 // Judge gives the verdict of resp (or err) for this case.
-func (c Case) Judge(resp *sandboxclient.Response, err error) sandboxclient.CaseResult {
+func (c Case) Judge(resp *sandboxclient.Response, err error) verdict.Case {
 	in, exp := "", ""
 	if c.Stdin != nil {
 		in = *c.Stdin
@@ -54,24 +58,24 @@ func (c Case) Judge(resp *sandboxclient.Response, err error) sandboxclient.CaseR
 	if c.Expected != nil {
 		exp = *c.Expected
 	}
-	return sandboxclient.Judge(0, in, exp, c.Expected, resp, err)
+	return judge.Case(0, in, exp, c.Expected, resp, err)
 }
 
 func optStr(s string) *string { return &s }
 
 // The verdicts, short, for the case tables.
 const (
-	wantT  = sandboxclient.VerdictTrue
-	wantF  = sandboxclient.VerdictFalse
-	wantRE = sandboxclient.VerdictRuntimeError
-	wantTO = sandboxclient.VerdictTimeout
-	wantCE = sandboxclient.VerdictCompileError
-	wantSE = sandboxclient.VerdictAPIError
+	wantT  = verdict.True
+	wantF  = verdict.False
+	wantRE = verdict.RuntimeError
+	wantTO = verdict.Timeout
+	wantCE = verdict.CompileError
+	wantSE = verdict.APIError
 )
 
 // sumCase is a case of the "add two numbers" program: stdin "2 3", wanted
 // stdout "5".
-func sumCase(lang, name, code string, want sandboxclient.Verdict) Case {
+func sumCase(lang, name, code string, want verdict.Code) Case {
 	return Case{Name: lang + "/" + name, Language: lang, Code: code, Stdin: optStr("2 3\n"), Expected: optStr("5\n"), Want: want}
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/verl-score/verl-score/sandboxclient"
+	"github.com/verl-score/verl-score/verdict"
 )
 
 // The registry holds exactly the languages of the protocol.
@@ -24,7 +25,7 @@ func TestRegistryIsTheProtocolsLanguages(t *testing.T) {
 			t.Errorf("%s: a runner needs tools, conformance cases, a run command and a source name", l.Name)
 		}
 		if l.Cases != nil {
-			verdicts := map[sandboxclient.Verdict]bool{}
+			verdicts := map[verdict.Code]bool{}
 			for _, c := range l.Cases() {
 				if c.Language != l.Name || !strings.HasPrefix(c.Name, l.Name+"/") {
 					t.Errorf("%s: case %s is for %s", l.Name, c.Name, c.Language)
@@ -32,7 +33,7 @@ func TestRegistryIsTheProtocolsLanguages(t *testing.T) {
 				verdicts[c.Want] = true
 			}
 			// Every runner is checked to pass, fail and time out.
-			for _, v := range []sandboxclient.Verdict{sandboxclient.VerdictTrue, sandboxclient.VerdictTimeout} {
+			for _, v := range []verdict.Code{verdict.True, verdict.Timeout} {
 				if !verdicts[v] {
 					t.Errorf("%s: no conformance case wants %v", l.Name, v)
 				}

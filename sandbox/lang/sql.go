@@ -1,9 +1,10 @@
 package lang
 
 import (
-	"github.com/verl-score/verl-score/sandboxclient"
 	"path/filepath"
 	"strings"
+
+	"github.com/verl-score/verl-score/verdict"
 )
 
 // SQL runs on SQLite's sqlite3 program, which SandboxFusion lacks (it
@@ -53,7 +54,7 @@ func init() {
 		},
 		Cases: func() []Case {
 			setup := optStr("CREATE TABLE t(a INT, b INT);\nINSERT INTO t VALUES (2, 3), (10, -4);\n")
-			c := func(name, code, want string, v sandboxclient.Verdict) Case {
+			c := func(name, code, want string, v verdict.Code) Case {
 				return Case{Name: "sql/" + name, Language: "sql", Code: code, Stdin: setup, Expected: optStr(want), Want: v}
 			}
 			timeout := c("timeout", "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT count(*) FROM n;\n", "1\n", wantTO)

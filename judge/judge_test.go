@@ -1,4 +1,4 @@
-package sandboxclient
+package judge
 
 import (
 	"encoding/json"
@@ -8,41 +8,30 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/verl-score/verl-score/sandboxclient"
+	"github.com/verl-score/verl-score/verdict"
 )
 
-// protocolDir holds real SandboxFusion exchanges, copied verbatim from the
-// shared data set (see its README).
-const protocolDir = "../testdata/protocol"
-
-// fixture is one recorded exchange: the request sent, the HTTP status and
-// the body the real server answered with.
-type fixture struct {
-	Note       string          `json:"note"`
-	Request    json.RawMessage `json:"request"`
-	HTTPStatus int             `json:"http_status"`
-	Response   json.RawMessage `json:"response"`
-}
-
-func loadFixture(t testing.TB, name string) fixture {
+// exchange is one of testdata/protocol's real SandboxFusion answers.
+func exchange(t testing.TB, name string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(protocolDir, name+".json"))
+	data, err := os.ReadFile(filepath.Join("..", "testdata", "protocol", name+".json"))
 	if err != nil {
-		t.Fatalf("read fixture: %v", err)
+		t.Fatal(err)
 	}
-	var f fixture
-	if err := json.Unmarshal(data, &f); err != nil {
-		t.Fatalf("decode fixture %s: %v", name, err)
+	var f struct {
+		Response json.RawMessage `json:"response"`
 	}
-	if len(f.Response) == 0 {
-		t.Fatalf("fixture %s has no response", name)
+	if err := json.Unmarshal(data, &f); err != nil || len(f.Response) == 0 {
+		t.Fatalf("fixture %s: no response (%v)", name, err)
 	}
-	return f
+	return f.Response
 }
 
-// decodeResponse decodes a server answer the way the HTTP client does.
-func decodeResponse(t testing.TB, body []byte) *Response {
+func decodeResponse(t testing.TB, body []byte) *sandboxclient.Response {
 	t.Helper()
-	resp := new(Response)
+	resp := new(sandboxclient.Response)
 	if err := json.Unmarshal(body, resp); err != nil {
 		t.Fatalf("decode response: %v\n%s", err, body)
 	}
@@ -66,7 +55,7 @@ type verdictCase struct {
 	body     string // else this response body
 	expected *string
 
-	verdict       Verdict
+	verdict       verdict.Code
 	status        string
 	infra         bool
 	apiStatus     any
@@ -79,94 +68,94 @@ func TestJudgeSpecRows(t *testing.T) {
 	tests := []verdictCase{
 		// Rows backed by real server answers.
 		{name: "success", fixture: "python_success", expected: sp("hi"),
-			verdict: VerdictTrue, status: CaseSuccess, apiStatus: "Success", runStatus: "Finished", exitCode: 0},
+			verdict: verdict.True, status: verdict.StatusSuccess, apiStatus: "Success", runStatus: "Finished", exitCode: 0},
 		{name: "wrong answer", fixture: "python_wrong_answer", expected: sp("hi"),
-			verdict: VerdictFalse, status: CaseWrongAnswer, apiStatus: "Success", runStatus: "Finished", exitCode: 0},
+			verdict: verdict.False, status: verdict.StatusWrongAnswer, apiStatus: "Success", runStatus: "Finished", exitCode: 0},
 		{name: "runtime error exception", fixture: "python_runtime_error", expected: sp(""),
-			verdict: VerdictRuntimeError, status: CaseRuntimeError, apiStatus: "Failed", runStatus: "Finished", exitCode: 1},
+			verdict: verdict.RuntimeError, status: verdict.StatusRuntimeError, apiStatus: "Failed", runStatus: "Finished", exitCode: 1},
 		{name: "runtime error exit code", fixture: "python_exit_nonzero", expected: sp(""),
-			verdict: VerdictRuntimeError, status: CaseRuntimeError, apiStatus: "Failed", runStatus: "Finished", exitCode: 3},
+			verdict: verdict.RuntimeError, status: verdict.StatusRuntimeError, apiStatus: "Failed", runStatus: "Finished", exitCode: 3},
 		{name: "python syntax error is a runtime error", fixture: "python_syntax_error", expected: sp(""),
-			verdict: VerdictRuntimeError, status: CaseRuntimeError, apiStatus: "Failed", runStatus: "Finished", exitCode: 1},
+			verdict: verdict.RuntimeError, status: verdict.StatusRuntimeError, apiStatus: "Failed", runStatus: "Finished", exitCode: 1},
 		{name: "run timeout", fixture: "python_timeout", expected: sp("start"),
-			verdict: VerdictTimeout, status: CaseTimeout, apiStatus: "Failed", runStatus: "TimeLimitExceeded"},
+			verdict: verdict.Timeout, status: verdict.StatusTimeout, apiStatus: "Failed", runStatus: "TimeLimitExceeded"},
 		{name: "memory error", fixture: "python_memory_error", expected: sp(""),
-			verdict: VerdictRuntimeError, status: CaseRuntimeError, apiStatus: "Failed", runStatus: "Finished", exitCode: 1},
+			verdict: verdict.RuntimeError, status: verdict.StatusRuntimeError, apiStatus: "Failed", runStatus: "Finished", exitCode: 1},
 		{name: "cpp compile error", fixture: "cpp_compile_error", expected: sp("hi"),
-			verdict: VerdictCompileError, status: CaseCompileError, apiStatus: "Failed", compileStatus: "Finished"},
+			verdict: verdict.CompileError, status: verdict.StatusCompileError, apiStatus: "Failed", compileStatus: "Finished"},
 		{name: "go compile error", fixture: "go_compile_error", expected: sp(""),
-			verdict: VerdictCompileError, status: CaseCompileError, apiStatus: "Failed", compileStatus: "Finished"},
+			verdict: verdict.CompileError, status: verdict.StatusCompileError, apiStatus: "Failed", compileStatus: "Finished"},
 		{name: "cpp segfault", fixture: "cpp_runtime_error", expected: sp(""),
-			verdict: VerdictRuntimeError, status: CaseRuntimeError, apiStatus: "Failed", compileStatus: "Finished", runStatus: "Finished", exitCode: -11},
+			verdict: verdict.RuntimeError, status: verdict.StatusRuntimeError, apiStatus: "Failed", compileStatus: "Finished", runStatus: "Finished", exitCode: -11},
 		{name: "sandbox error", fixture: "sql_no_runner", expected: sp("1"),
-			verdict: VerdictAPIError, status: CaseSandboxError, infra: true, apiStatus: "SandboxError"},
+			verdict: verdict.APIError, status: verdict.StatusSandboxError, infra: true, apiStatus: "SandboxError"},
 		{name: "null stdin", fixture: "python_stdin_null", expected: sp("''"),
-			verdict: VerdictTrue, status: CaseSuccess, apiStatus: "Success", runStatus: "Finished", exitCode: 0},
+			verdict: verdict.True, status: verdict.StatusSuccess, apiStatus: "Success", runStatus: "Finished", exitCode: 0},
 		{name: "stalled big output", fixture: "python_stdout_10MB", expected: sp("x"),
-			verdict: VerdictTimeout, status: CaseTimeout, apiStatus: "Failed", runStatus: "TimeLimitExceeded"},
+			verdict: verdict.Timeout, status: verdict.StatusTimeout, apiStatus: "Failed", runStatus: "TimeLimitExceeded"},
 		{name: "bash success", fixture: "bash_success", expected: sp("got abc"),
-			verdict: VerdictTrue, status: CaseSuccess, apiStatus: "Success", runStatus: "Finished", exitCode: 0},
+			verdict: verdict.True, status: verdict.StatusSuccess, apiStatus: "Success", runStatus: "Finished", exitCode: 0},
 		{name: "cpp success", fixture: "cpp_success", expected: sp("5"),
-			verdict: VerdictTrue, status: CaseSuccess, apiStatus: "Success", compileStatus: "Finished", runStatus: "Finished", exitCode: 0},
+			verdict: verdict.True, status: verdict.StatusSuccess, apiStatus: "Success", compileStatus: "Finished", runStatus: "Finished", exitCode: 0},
 
 		// Rows no recorded answer covers, in the server's shape.
 		{name: "compile timeout",
 			body:     `{"status":"Failed","message":"","compile_result":{"status":"TimeLimitExceeded","execution_time":10.0,"return_code":null,"stdout":"","stderr":""},"run_result":null,"executor_pod_name":null,"files":{}}`,
-			expected: sp(""), verdict: VerdictCompileError, status: CaseCompileTimeout, apiStatus: "Failed", compileStatus: "TimeLimitExceeded"},
+			expected: sp(""), verdict: verdict.CompileError, status: verdict.StatusCompileTimeout, apiStatus: "Failed", compileStatus: "TimeLimitExceeded"},
 		{name: "compile status error",
 			body:     `{"status":"Failed","message":"","compile_result":{"status":"Error","execution_time":0.1,"return_code":null,"stdout":"","stderr":"boom"},"run_result":null,"executor_pod_name":null,"files":{}}`,
-			expected: sp(""), verdict: VerdictCompileError, status: CaseCompileError, apiStatus: "Failed", compileStatus: "Error"},
+			expected: sp(""), verdict: verdict.CompileError, status: verdict.StatusCompileError, apiStatus: "Failed", compileStatus: "Error"},
 		{name: "compile finished without return code",
 			body:     `{"status":"Failed","message":"","compile_result":{"status":"Finished","execution_time":0.1,"return_code":null,"stdout":"","stderr":""},"run_result":null,"executor_pod_name":null,"files":{}}`,
-			expected: sp(""), verdict: VerdictCompileError, status: CaseCompileError, apiStatus: "Failed", compileStatus: "Finished"},
+			expected: sp(""), verdict: verdict.CompileError, status: verdict.StatusCompileError, apiStatus: "Failed", compileStatus: "Finished"},
 		{name: "compile error wins over run result",
 			body:     `{"status":"Failed","message":"","compile_result":{"status":"Finished","execution_time":0.1,"return_code":1,"stdout":"","stderr":""},"run_result":{"status":"TimeLimitExceeded","execution_time":1,"return_code":null,"stdout":"","stderr":""},"executor_pod_name":null,"files":{}}`,
-			expected: sp(""), verdict: VerdictCompileError, status: CaseCompileError, apiStatus: "Failed", compileStatus: "Finished", runStatus: "TimeLimitExceeded"},
+			expected: sp(""), verdict: verdict.CompileError, status: verdict.StatusCompileError, apiStatus: "Failed", compileStatus: "Finished", runStatus: "TimeLimitExceeded"},
 		{name: "run status error",
 			body:     `{"status":"Failed","message":"","compile_result":null,"run_result":{"status":"Error","execution_time":0.01,"return_code":null,"stdout":"","stderr":""},"executor_pod_name":null,"files":{}}`,
-			expected: sp(""), verdict: VerdictRuntimeError, status: CaseRuntimeError, apiStatus: "Failed", runStatus: "Error"},
+			expected: sp(""), verdict: verdict.RuntimeError, status: verdict.StatusRuntimeError, apiStatus: "Failed", runStatus: "Error"},
 		{name: "run finished without return code",
 			body:     `{"status":"Failed","message":"","compile_result":null,"run_result":{"status":"Finished","execution_time":0.01,"return_code":null,"stdout":"","stderr":""},"executor_pod_name":null,"files":{}}`,
-			expected: sp(""), verdict: VerdictRuntimeError, status: CaseRuntimeError, apiStatus: "Failed", runStatus: "Finished"},
+			expected: sp(""), verdict: verdict.RuntimeError, status: verdict.StatusRuntimeError, apiStatus: "Failed", runStatus: "Finished"},
 		{name: "failed with run finished and code 0",
 			body:     `{"status":"Failed","message":"","compile_result":null,"run_result":{"status":"Finished","execution_time":0.01,"return_code":0,"stdout":"hi\n","stderr":""},"executor_pod_name":null,"files":{}}`,
-			expected: sp("hi"), verdict: VerdictAPIError, status: CaseUnknownFailure, infra: true, apiStatus: "Failed", runStatus: "Finished", exitCode: 0},
+			expected: sp("hi"), verdict: verdict.APIError, status: verdict.StatusUnknownFailure, infra: true, apiStatus: "Failed", runStatus: "Finished", exitCode: 0},
 		{name: "failed with odd run state",
 			body:     `{"status":"Failed","message":"","compile_result":null,"run_result":{"status":"Running","execution_time":0.01,"return_code":null,"stdout":"","stderr":""},"executor_pod_name":null,"files":{}}`,
-			expected: sp(""), verdict: VerdictAPIError, status: CaseUnknownFailure, infra: true, apiStatus: "Failed", runStatus: "Running"},
+			expected: sp(""), verdict: verdict.APIError, status: verdict.StatusUnknownFailure, infra: true, apiStatus: "Failed", runStatus: "Running"},
 		{name: "failed with neither result",
 			body:     `{"status":"Failed","message":"","compile_result":null,"run_result":null,"executor_pod_name":null,"files":{}}`,
-			expected: sp(""), verdict: VerdictAPIError, status: CaseUnknownFailureState, infra: true, apiStatus: "Failed"},
+			expected: sp(""), verdict: verdict.APIError, status: verdict.StatusUnknownFailureState, infra: true, apiStatus: "Failed"},
 		{name: "failed with clean compile and no run",
 			body:     `{"status":"Failed","message":"","compile_result":{"status":"Finished","execution_time":0.1,"return_code":0,"stdout":"","stderr":""},"run_result":null,"executor_pod_name":null,"files":{}}`,
-			expected: sp(""), verdict: VerdictAPIError, status: CaseUnknownFailureState, infra: true, apiStatus: "Failed", compileStatus: "Finished"},
+			expected: sp(""), verdict: verdict.APIError, status: verdict.StatusUnknownFailureState, infra: true, apiStatus: "Failed", compileStatus: "Finished"},
 		{name: "success with run timeout",
 			body:     `{"status":"Success","message":"","compile_result":null,"run_result":{"status":"TimeLimitExceeded","execution_time":1,"return_code":null,"stdout":"hi\n","stderr":""},"executor_pod_name":null,"files":{}}`,
-			expected: sp("hi"), verdict: VerdictAPIError, status: CaseUnexpectedSuccessState, infra: true, apiStatus: "Success", runStatus: "TimeLimitExceeded"},
+			expected: sp("hi"), verdict: verdict.APIError, status: verdict.StatusUnexpectedSuccessState, infra: true, apiStatus: "Success", runStatus: "TimeLimitExceeded"},
 		{name: "success without run result",
 			body:     `{"status":"Success","message":"","compile_result":null,"run_result":null,"executor_pod_name":null,"files":{}}`,
-			expected: sp(""), verdict: VerdictAPIError, status: CaseUnexpectedSuccessState, infra: true, apiStatus: "Success"},
+			expected: sp(""), verdict: verdict.APIError, status: verdict.StatusUnexpectedSuccessState, infra: true, apiStatus: "Success"},
 		{name: "unknown top-level status",
 			body:     `{"status":"Pending","message":"","compile_result":null,"run_result":null,"executor_pod_name":null,"files":{}}`,
-			expected: sp(""), verdict: VerdictAPIError, status: "unknown_api_status_Pending", infra: true, apiStatus: "Pending"},
+			expected: sp(""), verdict: verdict.APIError, status: "unknown_api_status_Pending", infra: true, apiStatus: "Pending"},
 		{name: "missing top-level status",
 			body:     `{"message":"no status here"}`,
-			expected: sp(""), verdict: VerdictAPIError, status: "unknown_api_status_", infra: true, apiStatus: ""},
+			expected: sp(""), verdict: verdict.APIError, status: "unknown_api_status_", infra: true, apiStatus: ""},
 		{name: "null expected passes any finished run", fixture: "python_wrong_answer", expected: nil,
-			verdict: VerdictTrue, status: CaseSuccess, apiStatus: "Success", runStatus: "Finished", exitCode: 0},
+			verdict: verdict.True, status: verdict.StatusSuccess, apiStatus: "Success", runStatus: "Finished", exitCode: 0},
 		{name: "null expected passes empty output",
 			body:     `{"status":"Success","message":"","compile_result":null,"run_result":{"status":"Finished","execution_time":0.01,"return_code":0,"stdout":"","stderr":""},"executor_pod_name":null,"files":{}}`,
-			expected: nil, verdict: VerdictTrue, status: CaseSuccess, apiStatus: "Success", runStatus: "Finished", exitCode: 0},
+			expected: nil, verdict: verdict.True, status: verdict.StatusSuccess, apiStatus: "Success", runStatus: "Finished", exitCode: 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			body := []byte(tt.body)
 			if tt.fixture != "" {
-				body = loadFixture(t, tt.fixture).Response
+				body = exchange(t, tt.fixture)
 			}
 			resp := decodeResponse(t, body)
 			resp.Attempts = 1
-			got := Judge(4, "in", "out", tt.expected, resp, nil)
+			got := Case(4, "in", "out", tt.expected, resp, nil)
 			if got.Verdict != tt.verdict || got.Status != tt.status {
 				t.Errorf("got %v %q, want %v %q", got.Verdict, got.Status, tt.verdict, tt.status)
 			}
@@ -219,32 +208,32 @@ func TestJudgeSpecRows(t *testing.T) {
 func TestJudgeOutputComparison(t *testing.T) {
 	tests := []struct {
 		stdout, expected string
-		want             Verdict
+		want             verdict.Code
 	}{
-		{"5\n", "5", VerdictTrue},
-		{"5", "5\n", VerdictTrue},
-		{"5\n\n\n", "5\n", VerdictTrue},
-		{"1 2\n3\n", "1 2\n3", VerdictTrue},
-		{"", "", VerdictTrue},
-		{"\n", "", VerdictTrue},
-		{"5 \n", "5", VerdictFalse},
-		{"5", "5 ", VerdictFalse},
-		{"5\r\n", "5", VerdictFalse},
-		{"5\n", "5\r\n", VerdictFalse},
-		{"\n5\n", "5", VerdictFalse},
-		{"1.0\n", "1", VerdictFalse},
-		{"1.50\n", "1.5", VerdictFalse},
-		{"True\n", "true", VerdictFalse},
-		{"5\t\n", "5", VerdictFalse},
+		{"5\n", "5", verdict.True},
+		{"5", "5\n", verdict.True},
+		{"5\n\n\n", "5\n", verdict.True},
+		{"1 2\n3\n", "1 2\n3", verdict.True},
+		{"", "", verdict.True},
+		{"\n", "", verdict.True},
+		{"5 \n", "5", verdict.False},
+		{"5", "5 ", verdict.False},
+		{"5\r\n", "5", verdict.False},
+		{"5\n", "5\r\n", verdict.False},
+		{"\n5\n", "5", verdict.False},
+		{"1.0\n", "1", verdict.False},
+		{"1.50\n", "1.5", verdict.False},
+		{"True\n", "true", verdict.False},
+		{"5\t\n", "5", verdict.False},
 	}
-	base := loadFixture(t, "python_success").Response
+	base := exchange(t, "python_success")
 	for _, tt := range tests {
 		resp := decodeResponse(t, base)
 		resp.RunResult.Stdout = tt.stdout
-		got := Judge(0, "", tt.expected, sp(tt.expected), resp, nil)
-		wantStatus := CaseSuccess
-		if tt.want == VerdictFalse {
-			wantStatus = CaseWrongAnswer
+		got := Case(0, "", tt.expected, sp(tt.expected), resp, nil)
+		wantStatus := verdict.StatusSuccess
+		if tt.want == verdict.False {
+			wantStatus = verdict.StatusWrongAnswer
 		}
 		if got.Verdict != tt.want || got.Status != wantStatus {
 			t.Errorf("stdout %q expected %q: got %v %q, want %v %q", tt.stdout, tt.expected, got.Verdict, got.Status, tt.want, wantStatus)
@@ -258,14 +247,14 @@ func TestJudgeRequestError(t *testing.T) {
 		err          error
 		wantAttempts int
 	}{
-		{"api error after retries", &APIError{Attempts: 3, StatusCode: 504, Err: errors.New("gateway timeout (504)")}, 3},
-		{"unsupported language", &APIError{Err: errors.New(`unsupported language: "cobol"`)}, 0},
+		{"api error after retries", &sandboxclient.APIError{Attempts: 3, StatusCode: 504, Err: errors.New("gateway timeout (504)")}, 3},
+		{"unsupported language", &sandboxclient.APIError{Err: errors.New(`unsupported language: "cobol"`)}, 0},
 		{"other error", errors.New("boom"), 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Judge(2, "x", "y", sp("y"), nil, tt.err)
-			if got.Verdict != VerdictAPIError || got.Status != CaseAPIError || !got.Infra {
+			got := Case(2, "x", "y", sp("y"), nil, tt.err)
+			if got.Verdict != verdict.APIError || got.Status != verdict.StatusAPIError || !got.Infra {
 				t.Errorf("got %v %q infra %v, want -1 api_error infra", got.Verdict, got.Status, got.Infra)
 			}
 			if got.Attempts != tt.wantAttempts {
@@ -283,9 +272,9 @@ func TestJudgeRequestError(t *testing.T) {
 
 // TestCaseResultJSONKeys checks verl's metadata names on the wire.
 func TestCaseResultJSONKeys(t *testing.T) {
-	resp := decodeResponse(t, loadFixture(t, "cpp_success").Response)
+	resp := decodeResponse(t, exchange(t, "cpp_success"))
 	resp.Attempts = 2
-	r := Judge(1, "2 3", "5", sp("5"), resp, nil)
+	r := Case(1, "2 3", "5", sp("5"), resp, nil)
 	data, err := json.Marshal(r)
 	if err != nil {
 		t.Fatal(err)
@@ -332,7 +321,7 @@ func TestCaseResultJSONKeys(t *testing.T) {
 	}
 
 	// A failed request keeps every key, with nulls.
-	r = Judge(0, "", "", sp(""), nil, &APIError{Attempts: 1, Err: errors.New("refused")})
+	r = Case(0, "", "", sp(""), nil, &sandboxclient.APIError{Attempts: 1, Err: errors.New("refused")})
 	data, _ = json.Marshal(r)
 	m = nil
 	_ = json.Unmarshal(data, &m)
