@@ -60,7 +60,8 @@ func (e *Engine) audit(ctx context.Context, st *solState) {
 			a.Unprobed++
 			continue
 		}
-		if err := e.lim.acquire(ctx, st.res.ID, i); err != nil {
+		sl := e.lim.slot(st.res.ID, i)
+		if err := sl.acquire(ctx); err != nil {
 			// Stopped before the probes were sent: the result is not
 			// complete, so it is not kept, and a resume redoes it.
 			st.res.Aborted = true
@@ -76,7 +77,7 @@ func (e *Engine) audit(ctx context.Context, st *solState) {
 			CompileTimeout: e.opts.Timeout, RunTimeout: e.opts.Timeout, Code: code, Stdin: c.Stdin,
 			MemoryLimitMB: e.opts.MemoryLimitMB, Language: st.lang, Files: files,
 		})
-		e.lim.release()
+		sl.release()
 		if ctx.Err() != nil {
 			st.res.Aborted = true
 			return

@@ -496,16 +496,9 @@ func (e *Engine) dispatch(ctx, reqCtx context.Context, st *solState) {
 		if skip(i) {
 			return
 		}
-		stopped := ctx.Err() != nil
-		if !stopped {
-			if err := e.lim.acquire(ctx, st.res.ID, i); err != nil {
-				stopped = true
-			} else if ctx.Err() != nil {
-				e.lim.release()
-				stopped = true
-			}
-		}
-		if stopped {
+		sl := e.lim.slot(st.res.ID, i)
+		if ctx.Err() != nil || sl.acquire(ctx) != nil || ctx.Err() != nil {
+			sl.release()
 			st.mu.Lock()
 			st.res.Aborted = true
 			st.mu.Unlock()
@@ -513,17 +506,17 @@ func (e *Engine) dispatch(ctx, reqCtx context.Context, st *solState) {
 		}
 		// Check again: a compile error may have come back while waiting.
 		if skip(i) {
-			e.lim.release()
+			sl.release()
 			return
 		}
 		st.sent[i] = true
 		st.pending.Add(1)
 		e.progress.InFlight.Add(1)
 		if i == 0 && probe {
-			e.send(reqCtx, st, i)
+			e.send(reqCtx, st, i, sl)
 			continue
 		}
-		go e.send(reqCtx, st, i)
+		go e.send(reqCtx, st, i, sl)
 	}
 }
 

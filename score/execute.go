@@ -24,12 +24,15 @@ const (
 	cached               // the cache had it
 )
 
-// send runs case i; the caller holds a slot of the limit, which send
-// releases.
-func (e *Engine) send(ctx context.Context, st *solState, i int) {
+// send runs case i; the caller hands it the case's slot of the limit,
+// held, which send gives back when the case is settled: only then, so that
+// a compile error is known before the next case of this solution can take
+// the slot.
+func (e *Engine) send(ctx context.Context, st *solState, i int, sl *slot) {
 	defer st.pending.Done()
+	defer sl.release()
 	req := e.request(st, i)
-	resp, src, holding, err := e.execute(ctx, st, i, req)
+	resp, src, err := e.execute(ctx, st, i, req, sl)
 	e.progress.InFlight.Add(-1)
 	cr := e.judge(st, i, resp, err)
 	cr.Shared, cr.Cached = src == shared, src == cached
@@ -38,7 +41,7 @@ func (e *Engine) send(ctx context.Context, st *solState, i int) {
 	}
 	checkerRuns := 0
 	if st.set.Checker != nil || !e.opts.Compare.Exact() {
-		holding, checkerRuns = e.rejudge(ctx, st, i, &cr, holding)
+		checkerRuns = e.rejudge(ctx, st, i, &cr, sl)
 	}
 	e.progress.CasesDone.Add(1)
 	if cr.Infra {
@@ -65,11 +68,6 @@ func (e *Engine) send(ctx context.Context, st *solState, i int) {
 		st.res.Aborted = true
 	}
 	st.mu.Unlock()
-	// The slot is freed only now, so that a compile error is known before
-	// the next case of this solution can take it.
-	if holding {
-		e.lim.release()
-	}
 }
 
 // storable reports whether a verdict is deterministic enough to keep its
@@ -89,26 +87,24 @@ func (e *Engine) storable(cr verdict.Case) bool {
 // execute gets the answer to req, case i of st: from the cache, shared
 // with an identical execution of this run, or from the client. An answer
 // not sent for comes with Attempts 0. The caller holds a slot of the
-// limit; while waiting for another case's answer execute gives it back
-// (and takes one again if that execution failed and it must send its
-// own). holding says whether the slot is still the caller's to release.
-// A Fresh solution always sends.
-func (e *Engine) execute(ctx context.Context, st *solState, i int, req *sandboxclient.Request) (resp *sandboxclient.Response, src source, holding bool, err error) {
-	holding = true
+// limit, sl; while waiting for another case's answer execute gives it
+// back (and takes it again if that execution failed and it must send its
+// own). A Fresh solution always sends.
+func (e *Engine) execute(ctx context.Context, st *solState, i int, req *sandboxclient.Request, sl *slot) (resp *sandboxclient.Response, src source, err error) {
 	if st.fresh || (e.shared == nil && e.opts.Cache == nil) {
 		resp, err := e.client.Run(ctx, req)
-		return resp, sent, holding, err
+		return resp, sent, err
 	}
 	k := keyOf(req)
 	if e.opts.Cache != nil {
 		if resp, ok := e.opts.Cache.Get(k); ok {
 			resp.Attempts = 0
-			return resp, cached, holding, nil
+			return resp, cached, nil
 		}
 	}
 	if e.shared == nil {
 		resp, err := e.client.Run(ctx, req)
-		return resp, sent, holding, err
+		return resp, sent, err
 	}
 	for {
 		fl, lead := e.shared.join(k)
@@ -119,28 +115,24 @@ func (e *Engine) execute(ctx context.Context, st *solState, i int, req *sandboxc
 			} else {
 				e.shared.land(k, fl, resp)
 			}
-			return resp, sent, holding, err
+			return resp, sent, err
 		}
 		select {
 		case <-fl.done: // answered already: no wait, keep the slot
 		default:
-			e.lim.release()
-			holding = false
+			sl.release()
 		}
 		if resp := fl.wait(ctx); resp != nil {
 			c := *resp
 			c.Attempts = 0
-			return &c, shared, holding, nil
+			return &c, shared, nil
 		}
 		if ctx.Err() != nil {
-			return nil, sent, holding, &sandboxclient.APIError{Err: fmt.Errorf("request not sent: %w", ctx.Err())}
+			return nil, sent, &sandboxclient.APIError{Err: fmt.Errorf("request not sent: %w", ctx.Err())}
 		}
 		// That execution failed: try again, perhaps leading this time.
-		if !holding {
-			if err := e.lim.acquire(ctx, st.res.ID, i); err != nil {
-				return nil, sent, false, &sandboxclient.APIError{Err: fmt.Errorf("request not sent: %w", err)}
-			}
-			holding = true
+		if err := sl.acquire(ctx); err != nil {
+			return nil, sent, &sandboxclient.APIError{Err: fmt.Errorf("request not sent: %w", err)}
 		}
 	}
 }

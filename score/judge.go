@@ -18,16 +18,16 @@ const maxCheckerOutput = 2000
 // in VerdictExact when the two differ (docs/semantics.md §10). Only a run
 // that finished (success or wrong_answer) is judged again; a null expected
 // output passes any finished run under every mode, as in verl. A checker
-// run needs a slot of the limit: holding says whether the caller has one,
-// and rejudge returns whether it has one now, and how many checker
-// requests it made.
-func (e *Engine) rejudge(ctx context.Context, st *solState, i int, cr *verdict.Case, holding bool) (bool, int) {
+// run needs the case's slot of the limit, sl, which rejudge takes again
+// if the caller gave it back; it returns how many checker requests it
+// made.
+func (e *Engine) rejudge(ctx context.Context, st *solState, i int, cr *verdict.Case, sl *slot) int {
 	if cr.Status != verdict.StatusSuccess && cr.Status != verdict.StatusWrongAnswer {
-		return holding, 0
+		return 0
 	}
 	c := &st.set.Cases[i]
 	if c.Expected == nil || cr.Stdout == nil {
-		return holding, 0
+		return 0
 	}
 	exact := cr.Verdict
 	runs := 0
@@ -37,12 +37,9 @@ func (e *Engine) rejudge(ctx context.Context, st *solState, i int, cr *verdict.C
 		if exact == verdict.True && ch.Err == "" {
 			break
 		}
-		if !holding {
-			if err := e.lim.acquire(ctx, st.res.ID, i); err != nil {
-				e.checkerFailed(cr, fmt.Sprintf("checker not run: %v", err))
-				break
-			}
-			holding = true
+		if err := sl.acquire(ctx); err != nil {
+			e.checkerFailed(cr, fmt.Sprintf("checker not run: %v", err))
+			break
 		}
 		runs = e.runChecker(ctx, ch, c, cr)
 	case exact == verdict.False:
@@ -54,7 +51,7 @@ func (e *Engine) rejudge(ctx context.Context, st *solState, i int, cr *verdict.C
 	if cr.Verdict != exact {
 		cr.VerdictExact = &exact
 	}
-	return holding, runs
+	return runs
 }
 
 // runChecker runs the problem's checker on case c's output and sets cr's

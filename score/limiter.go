@@ -55,6 +55,41 @@ func (l *limiter) acquire(ctx context.Context, sol int64, cas int) error {
 	}
 }
 
+// slot is one place under the limit, for case cas of solution sol. Its
+// holder takes it with acquire and gives it back with release, which does
+// nothing when the slot is not held, so every path out of a case can call
+// it. A slot belongs to one goroutine at a time.
+type slot struct {
+	l    *limiter
+	sol  int64
+	cas  int
+	held bool
+}
+
+// slot returns case cas of solution sol's place under the limit, not held.
+func (l *limiter) slot(sol int64, cas int) *slot { return &slot{l: l, sol: sol, cas: cas} }
+
+// acquire takes the place, or fails when ctx ends first; it does nothing
+// when the place is held already.
+func (s *slot) acquire(ctx context.Context) error {
+	if s.held {
+		return nil
+	}
+	if err := s.l.acquire(ctx, s.sol, s.cas); err != nil {
+		return err
+	}
+	s.held = true
+	return nil
+}
+
+// release gives the place back if it is held.
+func (s *slot) release() {
+	if s.held {
+		s.held = false
+		s.l.release()
+	}
+}
+
 // release frees a slot, handing it to the first waiter if there is one.
 func (l *limiter) release() {
 	l.mu.Lock()

@@ -54,3 +54,34 @@ func TestLimiterCancelledWaiterLeavesNoSlotBehind(t *testing.T) {
 		t.Errorf("got free %d with %d waiters, want 1 and 0", l.free, len(l.waiters))
 	}
 }
+
+// A slot's release is idempotent and its acquire does nothing while held:
+// however often the paths out of a case call them, the limit ends where it
+// started.
+func TestSlotReleaseIsIdempotent(t *testing.T) {
+	l := newLimiter(2)
+	ctx := context.Background()
+	a, b := l.slot(0, 0), l.slot(0, 1)
+	for range 3 {
+		if err := a.acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if l.free != 1 {
+		t.Fatalf("after acquiring one slot three times: %d free, want 1", l.free)
+	}
+	a.release()
+	a.release()
+	b.release() // never held
+	if l.free != 2 {
+		t.Fatalf("after releasing twice and releasing a slot never held: %d free, want 2", l.free)
+	}
+	// Given back and taken again, as execute does around a shared wait.
+	if err := a.acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.release()
+	if l.free != 2 || a.held {
+		t.Fatalf("got %d free (held %v), want 2", l.free, a.held)
+	}
+}
