@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 
+	"github.com/verl-score/verl-score/feed"
 	"github.com/verl-score/verl-score/rollout"
 	"github.com/verl-score/verl-score/score"
 	"github.com/verl-score/verl-score/verdict"
@@ -94,58 +94,41 @@ func Check(ctx context.Context, eng *score.Engine, opts Options) (*Report, error
 		MaxMismatch: opts.MaxMismatch, Reruns: opts.Reruns}
 	b := newBuilder(rep, opts.KeepItems)
 	withTransitions := base != nil
-	c := &checker{opts: opts, b: b, base: base, pend: map[int64]*pending{}}
-
-	in := make(chan score.Solution, 64)
-	feedErr := make(chan error, 1)
-	feedCtx, stopFeed := eng.UntilStopped(ctx)
-	defer stopFeed()
-	go func() {
-		defer close(in)
-		feedErr <- c.feed(feedCtx, rd, in)
-	}()
+	c := &checker{opts: opts, b: b, base: base, baseDone: base == nil}
 	var rerun []*pending
-	runErr := eng.Run(ctx, in, func(r *score.Result) error {
-		p := c.take(r.ID)
-		if p == nil {
-			return fmt.Errorf("internal error: result for unknown response %d", r.ID)
-		}
-		if r.Aborted {
-			c.aborted = true
+	out, err := feed.Run(ctx, eng, rd, feed.Options{DataSource: opts.DataSource, InOrder: true}, feed.Hooks[[]*pending]{
+		Row: c.row,
+		End: c.end,
+		Result: func(r *score.Result, row []*pending, j int) error {
+			p := row[j]
+			it := p.item
+			it.New = fptr(r.Score)
+			it.NewVerdicts = r.Verdicts()
+			it.Err = r.Err
+			classify(it, opts.Tolerance)
+			if p.noBase {
+				it.Outcome = Missing
+			}
+			mismatch := it.Outcome == Regressed || it.Outcome == Improved
+			switch {
+			case mismatch && noisyReference(it):
+				it.Outcome, it.FlakyReason = Flaky, reasonReference
+			case mismatch && mayNotRepeat(r) && opts.Reruns > 0:
+				rerun = append(rerun, p)
+				return nil
+			}
+			b.add(it, withTransitions)
 			return nil
-		}
-		c.tallyInfra(r)
-		it := p.item
-		it.New = fptr(r.Score)
-		it.NewVerdicts = r.Verdicts()
-		it.Err = r.Err
-		classify(it, opts.Tolerance)
-		if p.noBase {
-			it.Outcome = Missing
-		}
-		mismatch := it.Outcome == Regressed || it.Outcome == Improved
-		switch {
-		case mismatch && noisyReference(it):
-			it.Outcome, it.FlakyReason = Flaky, reasonReference
-		case mismatch && mayNotRepeat(r) && opts.Reruns > 0:
-			rerun = append(rerun, p)
-			return nil
-		}
-		b.add(it, withTransitions)
-		return nil
+		},
 	})
-	ferr := <-feedErr
-	if runErr != nil {
-		return nil, runErr
-	}
-	if c.aborted || ctx.Err() != nil || eng.WasStopped() {
+	if out.Interrupted {
 		return nil, fmt.Errorf("%w: %d responses scored", ErrInterrupted, rep.Counts.Responses+len(rerun))
 	}
-	if ferr != nil {
-		return nil, ferr
+	if err != nil {
+		return nil, err
 	}
-	if c.withCases > 0 && c.allInfra == c.withCases {
-		return nil, fmt.Errorf("%w: every case failed with an infrastructure error (%d responses; first error: %s)", score.ErrSandboxUnusable, c.withCases, c.firstInfra)
+	if err := out.Infra.Unusable(); err != nil {
+		return nil, err
 	}
 
 	// Rerun the suspicious mismatches; once a response's verdicts change
@@ -181,122 +164,67 @@ func Check(ctx context.Context, eng *score.Engine, opts Options) (*Report, error
 	return b.finish(), nil
 }
 
-// checker holds the state shared by the feeding goroutine and the
-// engine's emit callback.
+// checker holds what the feeding goroutine keeps between rows.
 type checker struct {
-	opts Options
-	b    *builder
-	base rollout.ScoredReader
-
-	mu      sync.Mutex
-	pend    map[int64]*pending
-	aborted bool
-
-	// Infrastructure health, to tell a broken sandbox from moved rewards.
-	withCases, allInfra int
-	firstInfra          string
+	opts     Options
+	b        *builder
+	base     rollout.ScoredReader
+	baseDone bool // the baseline is read to its end (or there is none)
+	rows     int
 }
 
-func (c *checker) take(id int64) *pending {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	p := c.pend[id]
-	delete(c.pend, id)
-	return p
-}
-
-func (c *checker) tallyInfra(r *score.Result) {
-	if len(r.Cases) == 0 {
-		return
+// row pairs an input row with its reference and makes an item of each
+// response.
+func (c *checker) row(_ context.Context, b *rollout.Batch, i int, sols []score.Solution) ([]*pending, bool, error) {
+	row := &b.Rows[i]
+	c.rows++
+	ds := row.SourceOr(c.opts.DataSource)
+	ref, err := c.reference(row, len(sols))
+	if err != nil {
+		return nil, false, err
 	}
-	c.withCases++
-	for i := range r.Cases {
-		if !r.Cases[i].Infra {
-			return
+	ps := make([]*pending, len(sols))
+	for j, sol := range sols {
+		it := &Item{Row: row.Index, Response: j, File: row.File, Line: row.Line, DataSource: ds}
+		if j < len(ref.scores) {
+			it.Reference = fptr(ref.scores[j])
 		}
-	}
-	c.allInfra++
-	if c.firstInfra == "" {
-		cs := &r.Cases[0]
-		c.firstInfra = cs.Status
-		if cs.APIRequestError != nil {
-			c.firstInfra += ": " + *cs.APIRequestError
+		if j < len(ref.verdicts) {
+			it.RefVerdicts = ref.verdicts[j]
+			if it.RefVerdicts == nil {
+				it.RefVerdicts = Verdicts{}
+			}
 		}
+		ps[j] = &pending{item: it, sol: sol, noBase: ref.noBase || (ref.row != nil && j >= len(ref.scores))}
 	}
+	// Baseline responses beyond the input's are missing from it.
+	for j := len(sols); j < len(ref.scores); j++ {
+		c.missingFromInput(ref.row, j)
+	}
+	return ps, len(ps) > 0, nil
 }
 
-// feed reads the input (and the baseline alongside) and sends every
-// response to the engine.
-func (c *checker) feed(ctx context.Context, rd rollout.Reader, in chan<- score.Solution) error {
-	var id int64
-	baseDone := c.base == nil
-	rows := 0
+// end counts the baseline's rows beyond the input's as missing from it.
+func (c *checker) end() error {
+	if c.baseDone {
+		return nil
+	}
+	extra := 0
 	for {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		batch, err := rd.Next()
+		br, err := c.base.Next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return err
+			return fmt.Errorf("baseline: %w", err)
 		}
-		for i := range batch.Rows {
-			row := &batch.Rows[i]
-			rows++
-			ds := row.SourceOr(c.opts.DataSource)
-			sols := score.RowSolutions(row, c.opts.DataSource, id)
-			id += int64(len(sols))
-			ref, err := c.reference(row, len(sols), &baseDone)
-			if err != nil {
-				return err
-			}
-			for j, sol := range sols {
-				it := &Item{Row: row.Index, Response: j, File: row.File, Line: row.Line, DataSource: ds}
-				if j < len(ref.scores) {
-					it.Reference = fptr(ref.scores[j])
-				}
-				if j < len(ref.verdicts) {
-					it.RefVerdicts = ref.verdicts[j]
-					if it.RefVerdicts == nil {
-						it.RefVerdicts = Verdicts{}
-					}
-				}
-				c.mu.Lock()
-				c.pend[sol.ID] = &pending{item: it, sol: sol, noBase: ref.noBase || (ref.row != nil && j >= len(ref.scores))}
-				c.mu.Unlock()
-				select {
-				case in <- sol:
-				case <-ctx.Done():
-					return ctx.Err()
-				}
-			}
-			// Baseline responses beyond the input's are missing from it.
-			for j := len(sols); j < len(ref.scores); j++ {
-				c.missingFromInput(ref.row, j)
-			}
+		extra++
+		for j := range br.Rewards {
+			c.missingFromInput(br, j)
 		}
 	}
-	// Baseline rows beyond the input's.
-	if !baseDone {
-		extra := 0
-		for {
-			br, err := c.base.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return fmt.Errorf("baseline: %w", err)
-			}
-			extra++
-			for j := range br.Rewards {
-				c.missingFromInput(br, j)
-			}
-		}
-		if extra > 0 {
-			c.b.note("rows", "the baseline has %d rows, the input %d: the baseline's last %d rows are missing from the input", rows+extra, rows, extra)
-		}
+	if extra > 0 {
+		c.b.note("rows", "the baseline has %d rows, the input %d: the baseline's last %d rows are missing from the input", c.rows+extra, c.rows, extra)
 	}
 	return nil
 }
@@ -313,7 +241,7 @@ type ref struct {
 
 // reference finds the reference scores of row: the baseline's row of the
 // same index, or the row's own score field.
-func (c *checker) reference(row *rollout.Row, n int, baseDone *bool) (ref, error) {
+func (c *checker) reference(row *rollout.Row, n int) (ref, error) {
 	if c.base == nil {
 		if row.RefScores == nil {
 			return ref{}, nil
@@ -325,13 +253,13 @@ func (c *checker) reference(row *rollout.Row, n int, baseDone *bool) (ref, error
 		}
 		return ref{scores: row.RefScores}, nil
 	}
-	if *baseDone {
+	if c.baseDone {
 		c.b.note("baseline rows", "row %d (%s:%d) is missing from the baseline", row.Index, row.File, row.Line)
 		return ref{noBase: true}, nil
 	}
 	br, err := c.base.Next()
 	if err == io.EOF {
-		*baseDone = true
+		c.baseDone = true
 		c.b.note("baseline rows", "the baseline ends before row %d of the input: the input's rows from there on are missing from it", row.Index)
 		return ref{noBase: true}, nil
 	}
@@ -442,7 +370,7 @@ func rescore(ctx context.Context, eng *score.Engine, ps []*pending) ([]*score.Re
 	}()
 	out := make([]*score.Result, 0, len(ps))
 	aborted := false
-	err := eng.Run(ctx, in, func(r *score.Result) error {
+	err := eng.RunInOrder(ctx, in, func(r *score.Result) error {
 		if r.Aborted {
 			aborted = true
 		}

@@ -172,7 +172,7 @@ func runScore(ctx context.Context, opts *runOptions) error {
 	jo := job.Options{
 		Input: opts.input, Stdin: opts.streams.In, Output: output, Stdout: opts.streams.Out, CasesOut: opts.casesOut, Summary: opts.summary,
 		Reader: sc.reader, DataSource: cfg.DataSource, MaskInfra: cfg.InfraErrors == "mask",
-		MaxText: cfg.CasesOutMaxText, PassK: passK, Resume: opts.resume, Warn: sc.warn, Rows: rows, Endpoints: sc.endpoints, Shard: opts.shardAt,
+		MaxText: cfg.CasesOutMaxText, PassK: passK, Resume: opts.resume, Warn: sc.warn, Progress: rows, Endpoints: sc.endpoints, Shard: opts.shardAt,
 	}
 	jo.Provenance, jo.Toolchains = provenance(opts.loader, sc)
 	reporter := progress.Start(errOut, progressMode(opts.quiet), sc.eng, rows, 5*time.Second)

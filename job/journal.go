@@ -60,6 +60,9 @@ type responseRecord struct {
 	Cached   int    `json:"cached,omitempty"`
 	Retries  int    `json:"retries,omitempty"`
 	Infra    bool   `json:"infra,omitempty"`
+	// FirstInfra is the message of the response's first infrastructure
+	// failure that has one.
+	FirstInfra string `json:"first_infra,omitempty"`
 	Language string `json:"language,omitempty"`
 	// StarvedReruns counts the requests the embedded sandbox ran again
 	// because a step was starved for a CPU.

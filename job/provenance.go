@@ -47,17 +47,17 @@ type Toolchain struct {
 const ProvenanceKey = "verl_score.provenance"
 
 // finishProvenance fills in the toolchains of the languages the run used.
-func (p *pipeline) finishProvenance() {
-	prov := p.opts.Provenance
-	if prov == nil || p.opts.Toolchains == nil {
+func (r *runner) finishProvenance() {
+	prov := r.opts.Provenance
+	if prov == nil || r.opts.Toolchains == nil {
 		return
 	}
 	var langs []string
-	for lang := range p.sum.languages {
+	for lang := range r.sum.languages {
 		langs = append(langs, lang)
 	}
 	slices.Sort(langs)
-	prov.Toolchains = p.opts.Toolchains(langs)
+	prov.Toolchains = r.opts.Toolchains(langs)
 }
 
 // provenancePrefix is how the cases file's provenance line begins.

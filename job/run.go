@@ -16,10 +16,11 @@ import (
 	"time"
 
 	"github.com/verl-score/verl-score/atomicfile"
-	"github.com/verl-score/verl-score/progress"
+	"github.com/verl-score/verl-score/feed"
 	"github.com/verl-score/verl-score/rollout"
 	"github.com/verl-score/verl-score/sandboxclient"
 	"github.com/verl-score/verl-score/score"
+	"github.com/verl-score/verl-score/text"
 	"github.com/verl-score/verl-score/verdict"
 )
 
@@ -47,8 +48,9 @@ type Options struct {
 
 	// Warn receives warnings (skipped files and the like).
 	Warn func(string)
-	// Rows, when set, are kept up to date for a progress display.
-	Rows *progress.Rows
+	// Progress, when set, is told the row counts as they change (a
+	// progress display).
+	Progress Progress
 	// Endpoints, when set, gives the sandbox endpoints' figures for the
 	// summary (a fleet).
 	Endpoints func() []sandboxclient.EndpointStats
@@ -56,6 +58,19 @@ type Options struct {
 	// leaves OUTPUT.shard beside the output for Merge.
 	Shard *rollout.ShardSpec
 }
+
+// Progress receives a run's row counts as they change.
+type Progress interface {
+	SetTotal(rows int64)  // rows to score; -1 while unknown
+	RowFed()              // a row's solutions went to the engine
+	RowDone(resumed bool) // a row finished, or was taken from the journal
+}
+
+type noProgress struct{}
+
+func (noProgress) SetTotal(int64) {}
+func (noProgress) RowFed()        {}
+func (noProgress) RowDone(bool)   {}
 
 // ErrInterrupted is returned (wrapped) when the job stopped early; the
 // output holds the finished rows and the journal allows a resume.
@@ -119,20 +134,92 @@ func ResolveOutput(input, output string) string {
 // rows are written and the journal allows a resume.
 func Run(ctx context.Context, eng *score.Engine, opts Options) (*Summary, error) {
 	start := time.Now()
+	r, err := prepare(eng.Options(), opts)
+	if err != nil {
+		return nil, err
+	}
+	defer r.release()
+	if err := r.open(); err != nil {
+		return nil, err
+	}
+	out, err := feed.Run(ctx, eng, r.feedRd, feed.Options{DataSource: opts.DataSource}, feed.Hooks[rowRef]{
+		Batch: r.batch, Row: r.row, Fed: r.fed, Result: r.result,
+	})
+	r.finishSummary(out.Interrupted, time.Since(start))
+	if err != nil {
+		return r.sum, err
+	}
+	return r.sum, r.commit(out.Interrupted)
+}
+
+// runner is one job from its checks to its commit. The feed loop's hooks
+// connect it to the engine: rows are journaled as they finish, in any
+// order, and written to the outputs batch by batch in input order.
+type runner struct {
+	opts     Options
+	eo       score.Options
+	wo       rollout.WriteOptions
+	fp       string
+	jpath    string
+	toStdout bool
+	progress Progress
+
+	lock      *outputLock
+	done      map[int]*rowRecord // rows of the journal resumed from
+	rd        rollout.Reader
+	feedRd    rollout.Reader // rd, or its shard
+	w         rollout.Writer
+	cw        *casesWriter
+	jr        *journal
+	committed bool
+
+	mu        sync.Mutex
+	sum       *Summary
+	batches   []*batchState // read, not yet written, in order
+	cur       *batchState   // the batch being fed (feeding goroutine)
+	unwritten int           // solutions fed whose rows are not written yet
+	wrote     chan struct{} // closed and replaced whenever a batch is written
+	maxWait   int           // unwritten solutions that make feeding wait
+	err       error
+	rowsDone  int // rows finished, from the journal or scored
+	badRows   int // rows that could not be scored (feeding goroutine only)
+
+	warnedNoSource bool // feeding goroutine only
+}
+
+type batchState struct {
+	b    *rollout.Batch
+	recs []*rowRecord // per row; nil until the row was fed
+	left []int        // responses still to come, per row
+	sols []int        // solutions fed, per row
+	fed  bool         // every row of the batch has been fed
+}
+
+// rowRef is where a result belongs: row i of a batch.
+type rowRef struct {
+	bs *batchState
+	i  int
+}
+
+// prepare checks the options, takes the output's lock, removes what
+// killed runs left and loads the journal of a resumed run.
+func prepare(eo score.Options, opts Options) (*runner, error) {
 	if opts.Output == "" {
 		opts.Output = DefaultOutput(opts.Input)
 	}
-	fp := runFingerprint(eng.Options(), opts)
-	jpath := JournalPath(opts.Output)
-	toStdout := opts.Output == "-"
-	if toStdout && (opts.Resume || opts.Stdout == nil) {
+	r := &runner{opts: opts, eo: eo, wo: writeOptions(eo), fp: runFingerprint(eo, opts), jpath: JournalPath(opts.Output),
+		toStdout: opts.Output == "-", progress: opts.Progress, done: map[int]*rowRecord{}, wrote: make(chan struct{}),
+		maxWait: 8 * eo.Window, sum: newSummary(opts.Input, opts.Output, opts.MaskInfra, opts.PassK)}
+	if r.progress == nil {
+		r.progress = noProgress{}
+	}
+	if r.toStdout && (opts.Resume || opts.Stdout == nil) {
 		return nil, errors.New("output - (stdout) keeps no journal, so it cannot be resumed")
 	}
-	if toStdout && opts.Shard != nil {
+	if r.toStdout && opts.Shard != nil {
 		return nil, errors.New("--shard needs an output file (merge reads it and its .shard file), not -")
 	}
-
-	if !toStdout {
+	if !r.toStdout {
 		if err := os.MkdirAll(filepath.Dir(opts.Output), 0o755); err != nil {
 			return nil, fmt.Errorf("output directory: %w", err)
 		}
@@ -140,317 +227,203 @@ func Run(ctx context.Context, eng *score.Engine, opts Options) (*Summary, error)
 		if err != nil {
 			return nil, err
 		}
-		defer lock.unlock()
+		r.lock = lock
 	}
+	r.cleanStale()
+	switch _, statErr := os.Stat(r.jpath); {
+	case opts.Resume:
+		rows, err := loadJournal(r.jpath, opts.Input, r.fp)
+		if errors.Is(err, errNoJournal) {
+			err = fmt.Errorf("--resume: no journal at %s (nothing to resume)", r.jpath)
+		}
+		if err != nil {
+			r.release()
+			return nil, err
+		}
+		r.done = rows
+	case statErr == nil && !r.toStdout:
+		r.release()
+		return nil, fmt.Errorf("%s exists: an earlier run into %s was interrupted; pass --resume to continue it, or delete the journal", r.jpath, opts.Output)
+	}
+	return r, nil
+}
 
-	// Temporary files of runs that were killed: theirs, not ours.
-	outs := []string{opts.CasesOut, opts.Summary}
-	if !toStdout {
-		outs = append(outs, opts.Output, jpath)
+// cleanStale removes the temporary files of runs that were killed: theirs,
+// not ours.
+func (r *runner) cleanStale() {
+	outs := []string{r.opts.CasesOut, r.opts.Summary}
+	if !r.toStdout {
+		outs = append(outs, r.opts.Output, r.jpath)
 	}
 	for _, out := range outs {
 		if out == "" || out == "-" {
 			continue
 		}
 		for _, p := range atomicfile.CleanStale(out) {
-			if opts.Warn != nil {
-				opts.Warn(fmt.Sprintf("removed %s, left by an earlier run that was killed", p))
-			}
+			r.warn(fmt.Sprintf("removed %s, left by an earlier run that was killed", p))
 		}
 	}
+}
 
-	done := map[int]*rowRecord{}
-	if opts.Resume {
-		rows, err := loadJournal(jpath, opts.Input, fp)
-		switch {
-		case errors.Is(err, errNoJournal):
-			return nil, fmt.Errorf("--resume: no journal at %s (nothing to resume)", jpath)
-		case err != nil:
-			return nil, err
-		}
-		done = rows
-	} else if _, err := os.Stat(jpath); err == nil && !toStdout {
-		return nil, fmt.Errorf("%s exists: an earlier run into %s was interrupted; pass --resume to continue it, or delete the journal", jpath, opts.Output)
+func (r *runner) warn(msg string) {
+	if r.opts.Warn != nil {
+		r.opts.Warn(msg)
 	}
+}
 
+// open opens the input and the outputs and starts the journal.
+func (r *runner) open() error {
+	opts := r.opts
 	rd, err := rollout.OpenInput(opts.Input, opts.Stdin, opts.Reader)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer rd.Close()
-
-	var w rollout.Writer
-	if toStdout {
-		w = rollout.NewJSONLWriter(opts.Stdout)
-	} else if w, err = rollout.CreateWith(opts.Output, rd, writeOptions(eng.Options())); err != nil {
-		return nil, err
+	r.rd, r.feedRd = rd, rd
+	if r.toStdout {
+		r.w = rollout.NewJSONLWriter(opts.Stdout)
+	} else if r.w, err = rollout.CreateWith(opts.Output, rd, r.wo); err != nil {
+		return err
 	}
-	committed := false
-	defer func() {
-		if !committed {
-			_ = w.Abort()
-		}
-	}()
-	var cw *casesWriter
 	if opts.CasesOut != "" {
-		if cw, err = newCasesWriter(opts.CasesOut, opts.Provenance); err != nil {
-			return nil, err
+		if r.cw, err = newCasesWriter(opts.CasesOut, opts.Provenance); err != nil {
+			return err
 		}
-		defer cw.abort()
 	}
-	var jr *journal
-	var p *pipeline
-	if !toStdout {
-		jr, err = createJournal(jpath, journalHeader{Version: journalVersion, Input: opts.Input, Fingerprint: fp}, done)
-		if err != nil {
-			return nil, err
+	if !r.toStdout {
+		hdr := journalHeader{Version: journalVersion, Input: opts.Input, Fingerprint: r.fp}
+		if r.jr, err = createJournal(r.jpath, hdr, r.done); err != nil {
+			return err
 		}
-		// A run that fails before it has finished a row leaves no journal
-		// behind: there is nothing to resume.
-		defer func() {
-			if !committed && len(done) == 0 && (p == nil || p.rowsDone == 0) {
-				jr.close()
-				os.Remove(jpath)
-			}
-		}()
-		defer jr.close()
-	}
-
-	rows := opts.Rows
-	if rows == nil {
-		rows = progress.NewRows()
 	}
 	total := rollout.CountRows(rd)
-	rows.Total.Store(total)
-	feedRd := rd
+	r.progress.SetTotal(total)
 	if opts.Shard != nil {
 		if total < 0 {
-			return nil, fmt.Errorf("--shard needs an input whose rows can be counted before scoring (a file or a dump directory), not %s", opts.Input)
+			return fmt.Errorf("--shard needs an input whose rows can be counted before scoring (a file or a dump directory), not %s", opts.Input)
 		}
-		feedRd = rollout.Shard(rd, *opts.Shard, total)
+		r.feedRd = rollout.Shard(rd, *opts.Shard, total)
 		// The shard's share before prompts are kept whole: near enough
 		// for the progress display.
-		rows.Total.Store(int64(opts.Shard.K+1)*total/int64(opts.Shard.N) - int64(opts.Shard.K)*total/int64(opts.Shard.N))
+		k, n := int64(opts.Shard.K), int64(opts.Shard.N)
+		r.progress.SetTotal((k+1)*total/n - k*total/n)
 	}
-
-	p = &pipeline{opts: opts, mode: eng.Options().Mode, wo: writeOptions(eng.Options()), w: w, cw: cw, jr: jr, done: done, slotOf: map[int64]slot{},
-		sum: newSummary(opts.Input, opts.Output, opts.MaskInfra, opts.PassK), rows: rows}
-	in := make(chan score.Solution, 64)
-	readErr := make(chan error, 1)
-	// The reader stops with ctx, when the engine is stopped, or when it
-	// gives up (a write failed): nothing more would be kept.
-	feedCtx, stopFeed := eng.UntilStopped(ctx)
-	defer stopFeed()
-	go func() {
-		defer close(in)
-		readErr <- p.feed(feedCtx, feedRd, in)
-	}()
-	runErr := eng.Run(ctx, in, p.collect)
-	if runErr != nil {
-		stopFeed()
-	}
-	rerr := <-readErr
-	if runErr == nil {
-		runErr = p.err
-	}
-	interrupted := ctx.Err() != nil || eng.WasStopped() || p.aborted
-	p.sum.Interrupted = interrupted
-	p.sum.finish(time.Since(start))
-	if opts.Shard != nil {
-		p.sum.Shard = opts.Shard.String()
-	}
-	if eo := eng.Options(); !eo.Compare.Exact() {
-		p.sum.Compare = eo.Compare.String()
-	}
-	p.sum.Checker = eng.Options().CheckerKey
-	if opts.Endpoints != nil {
-		p.sum.Endpoints = opts.Endpoints()
-	}
-	p.finishProvenance()
-	p.sum.Provenance = opts.Provenance
-	if opts.Provenance != nil {
-		if kv, ok := w.(interface{ SetKeyValue(k, v string) }); ok {
-			b, _ := json.Marshal(opts.Provenance)
-			kv.SetKeyValue(ProvenanceKey, string(b))
-		}
-	}
-
-	if runErr != nil {
-		return p.sum, runErr
-	}
-	if rerr != nil && !interrupted {
-		return p.sum, rerr
-	}
-	// Write what is finished: on interruption, the rows of the partly done
-	// batch that finished.
-	if err := p.flushPartial(); err != nil {
-		return p.sum, err
-	}
-	if err := jr.close(); err != nil {
-		return p.sum, err
-	}
-	if err := w.Commit(); err != nil {
-		return p.sum, err
-	}
-	committed = true
-	if cw != nil {
-		if err := cw.commit(); err != nil {
-			return p.sum, err
-		}
-	}
-	if opts.Summary != "" {
-		if err := writeJSONAtomic(opts.Summary, p.sum); err != nil {
-			return p.sum, err
-		}
-	}
-	if interrupted && toStdout {
-		return p.sum, fmt.Errorf("%w after %s (written to stdout; no journal)", ErrInterrupted, progress.Count(p.rowsDone, "row"))
-	}
-	if interrupted {
-		return p.sum, fmt.Errorf("%w after %s; the journal %s allows --resume", ErrInterrupted, progress.Count(p.rowsDone, "row"), jpath)
-	}
-	if toStdout {
-		return p.sum, nil
-	}
-	if opts.Shard != nil {
-		unsharded := opts
-		unsharded.Shard = nil
-		if err := writeShardFile(opts, writeOptions(eng.Options()), fp, runFingerprint(eng.Options(), unsharded), p.sum, jpath); err != nil {
-			return p.sum, err
-		}
-	}
-	if err := os.Remove(jpath); err != nil {
-		return p.sum, fmt.Errorf("remove journal: %w", err)
-	}
-	return p.sum, nil
+	return nil
 }
 
-// pipeline connects the reader, the engine and the writers. Rows are
-// written batch by batch in input order; the engine emits results in the
-// order the solutions were fed, so finished rows always form a prefix.
-type pipeline struct {
-	opts Options
-	mode score.Mode
-	wo   rollout.WriteOptions
-	w    rollout.Writer
-	cw   *casesWriter
-	jr   *journal
-	done map[int]*rowRecord
-	sum  *Summary
-
-	mu       sync.Mutex
-	batches  []*batchState  // fed, not yet written, in order
-	slotOf   map[int64]slot // solutions fed and not yet collected
-	err      error
-	aborted  bool
-	rowsDone int
-	badRows  int // rows that could not be scored (feed goroutine only)
-
-	warnedNoSource bool // feed goroutine only
-	rows           *progress.Rows
+// release gives back what the run holds when it did not commit: the
+// outputs' temporary files, the journal (removed when no row finished:
+// there is nothing to resume), the input and the lock.
+func (r *runner) release() {
+	if !r.committed {
+		if r.w != nil {
+			_ = r.w.Abort()
+		}
+		if r.cw != nil {
+			r.cw.abort()
+		}
+		if r.jr != nil {
+			r.jr.close()
+			if len(r.done) == 0 && r.rowsDone == 0 {
+				os.Remove(r.jpath)
+			}
+		}
+	}
+	if r.rd != nil {
+		r.rd.Close()
+	}
+	if r.lock != nil {
+		r.lock.unlock()
+	}
 }
 
-type batchState struct {
-	b    *rollout.Batch
-	recs []*rowRecord // nil until the row is finished
-	left []int        // responses still to come, per row
-	fed  bool         // every solution of the batch has been fed
+// batch starts a batch (feeding goroutine).
+func (r *runner) batch(b *rollout.Batch) error {
+	bs := &batchState{b: b, recs: make([]*rowRecord, len(b.Rows)), left: make([]int, len(b.Rows)), sols: make([]int, len(b.Rows))}
+	r.mu.Lock()
+	r.batches = append(r.batches, bs)
+	r.mu.Unlock()
+	r.cur = bs
+	return nil
 }
 
-// slot says where a solution's result belongs.
-type slot struct {
-	bs       *batchState
-	row, idx int
+// row takes row i of the batch being fed: from the journal when it is
+// there, else its solutions go to the engine.
+func (r *runner) row(ctx context.Context, b *rollout.Batch, i int, sols []score.Solution) (rowRef, bool, error) {
+	bs, row := r.cur, &b.Rows[i]
+	ref := rowRef{bs: bs, i: i}
+	if row.InvalidUTF8Bytes > 0 {
+		r.invalidUTF8(row)
+	}
+	unreadable := unreadableRow(row)
+	if !r.warnedNoSource && unreadable == "" && row.SourceOr(r.opts.DataSource) == "" && r.eo.Mode == score.ModeAuto {
+		r.warnedNoSource = true
+		r.warn(fmt.Sprintf("%s:%d: rows without a data source (rollout dumps carry none): --mode auto scores them over all cases, "+
+			"as verl does for a source it does not know; pass --data-source (e.g. codecontests) or --mode continuous to choose", row.File, row.Line))
+	}
+	if rec, ok := r.done[row.Index]; ok {
+		return ref, false, r.finished(bs, i, rec, true)
+	}
+	if row.Err != nil || len(row.Responses) == 0 {
+		r.warnRow(row)
+	}
+	rec := &rowRecord{Index: row.Index, DataSource: row.SourceOr(r.opts.DataSource), IsList: row.ResponseIsList, Prompt: row.Prompt,
+		Responses: make([]responseRecord, len(sols)), Unreadable: unreadable}
+	if len(sols) == 0 {
+		return ref, false, r.finished(bs, i, rec, false) // an empty list: nothing to score
+	}
+	if r.opts.CasesOut != "" {
+		rec.Cases = make([][]verdict.Case, len(sols))
+	}
+	if err := r.waitRoom(ctx, bs); err != nil {
+		return ref, false, err
+	}
+	r.mu.Lock()
+	bs.recs[i], bs.left[i], bs.sols[i] = rec, len(sols), len(sols)
+	r.unwritten += len(sols)
+	r.mu.Unlock()
+	r.progress.RowFed()
+	return ref, true, nil
 }
 
-// feed reads batches and sends their solutions to the engine.
-func (p *pipeline) feed(ctx context.Context, rd rollout.Reader, in chan<- score.Solution) error {
-	var id int64
+// waitRoom holds the feeding while many solutions are finished but wait
+// to be written behind a slow row of an earlier batch: they are journaled,
+// so this bounds memory, not durability. The batch at the head of the
+// queue never waits (nothing before it would free room).
+func (r *runner) waitRoom(ctx context.Context, bs *batchState) error {
 	for {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		b, err := rd.Next()
-		if err == io.EOF {
+		r.mu.Lock()
+		if r.unwritten < r.maxWait || r.batches[0] == bs {
+			r.mu.Unlock()
 			return nil
 		}
-		if err != nil {
-			return err
-		}
-		bs := &batchState{b: b, recs: make([]*rowRecord, len(b.Rows)), left: make([]int, len(b.Rows))}
-		p.mu.Lock()
-		p.batches = append(p.batches, bs)
-		p.mu.Unlock()
-		for i := range b.Rows {
-			row := &b.Rows[i]
-			if row.InvalidUTF8Bytes > 0 {
-				p.invalidUTF8(row)
-			}
-			unreadable := unreadableRow(row)
-			if !p.warnedNoSource && unreadable == "" && row.SourceOr(p.opts.DataSource) == "" && p.mode == score.ModeAuto && p.opts.Warn != nil {
-				p.warnedNoSource = true
-				p.opts.Warn(fmt.Sprintf("%s:%d: rows without a data source (rollout dumps carry none): --mode auto scores them over all cases, "+
-					"as verl does for a source it does not know; pass --data-source (e.g. codecontests) or --mode continuous to choose", row.File, row.Line))
-			}
-			if rec, ok := p.done[row.Index]; ok {
-				p.finishRow(bs, i, rec, true)
-				continue
-			}
-			if row.Err != nil || len(row.Responses) == 0 {
-				p.warnRow(row)
-			}
-			sols := score.RowSolutions(row, p.opts.DataSource, id)
-			id += int64(len(sols))
-			rec := &rowRecord{Index: row.Index, DataSource: row.SourceOr(p.opts.DataSource), IsList: row.ResponseIsList, Prompt: row.Prompt,
-				Responses: make([]responseRecord, len(sols)), Unreadable: unreadable}
-			if len(sols) == 0 {
-				p.finishRow(bs, i, rec, false) // an empty list: nothing to score
-				continue
-			}
-			if p.opts.CasesOut != "" {
-				rec.Cases = make([][]verdict.Case, len(sols))
-			}
-			p.mu.Lock()
-			bs.left[i] = len(sols)
-			bs.recs[i] = rec
-			for j, sol := range sols {
-				p.slotOf[sol.ID] = slot{bs: bs, row: i, idx: j}
-			}
-			p.mu.Unlock()
-			p.rows.Fed.Add(1)
-			for _, sol := range sols {
-				select {
-				case in <- sol:
-				case <-ctx.Done():
-					// The row will never finish; it is left out of the
-					// output and redone on resume.
-					p.mu.Lock()
-					bs.recs[i] = nil
-					p.mu.Unlock()
-					return ctx.Err()
-				}
-			}
-		}
-		p.mu.Lock()
-		bs.fed = true
-		err = p.flushLocked()
-		p.mu.Unlock()
-		if err != nil {
-			return err
+		wrote := r.wrote
+		r.mu.Unlock()
+		select {
+		case <-wrote:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
+}
+
+// fed marks the batch being fed as complete and writes what is finished.
+func (r *runner) fed(*rollout.Batch) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cur.fed = true
+	return r.flushLocked()
 }
 
 // invalidUTF8 counts a row whose invalid UTF-8 was replaced, and says so
 // for the first one.
-func (p *pipeline) invalidUTF8(row *rollout.Row) {
-	p.mu.Lock()
-	p.sum.InvalidUTF8Rows++
-	p.sum.InvalidUTF8Bytes += row.InvalidUTF8Bytes
-	first := p.sum.InvalidUTF8Rows == 1
-	p.mu.Unlock()
-	if first && p.opts.Warn != nil {
-		p.opts.Warn(fmt.Sprintf("%s:%d: %d bytes of invalid UTF-8 replaced by U+FFFD, as Python's errors=\"replace\" does; "+
+func (r *runner) invalidUTF8(row *rollout.Row) {
+	r.mu.Lock()
+	r.sum.InvalidUTF8Rows++
+	r.sum.InvalidUTF8Bytes += row.InvalidUTF8Bytes
+	first := r.sum.InvalidUTF8Rows == 1
+	r.mu.Unlock()
+	if first {
+		r.warn(fmt.Sprintf("%s:%d: %d bytes of invalid UTF-8 replaced by U+FFFD, as Python's errors=\"replace\" does; "+
 			"the summary counts every such row", row.File, row.Line, row.InvalidUTF8Bytes))
 	}
 }
@@ -468,86 +441,56 @@ func unreadableRow(row *rollout.Row) string {
 // maxRowWarnings bounds the bad-row messages printed; the rest are counted.
 const maxRowWarnings = 20
 
-func (p *pipeline) warnRow(row *rollout.Row) {
-	if p.opts.Warn == nil {
-		return
-	}
-	p.badRows++
+func (r *runner) warnRow(row *rollout.Row) {
+	r.badRows++
 	switch {
-	case p.badRows <= maxRowWarnings && row.Err != nil:
-		p.opts.Warn(row.Err.Error() + " (row recorded with reward 0 and this error)")
-	case p.badRows <= maxRowWarnings:
-		p.opts.Warn(fmt.Sprintf("%s:%d: no responses (row recorded with reward 0)", row.File, row.Line))
-	case p.badRows == maxRowWarnings+1:
-		p.opts.Warn("more bad rows follow; their errors are in reward_error")
+	case r.badRows <= maxRowWarnings && row.Err != nil:
+		r.warn(row.Err.Error() + " (row recorded with reward 0 and this error)")
+	case r.badRows <= maxRowWarnings:
+		r.warn(fmt.Sprintf("%s:%d: no responses (row recorded with reward 0)", row.File, row.Line))
+	case r.badRows == maxRowWarnings+1:
+		r.warn("more bad rows follow; their errors are in reward_error")
 	}
 }
 
-// collect receives each result, in feeding order, from the engine.
-func (p *pipeline) collect(r *score.Result) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	sl, ok := p.slotOf[r.ID]
-	if !ok {
-		return fmt.Errorf("internal error: result for unknown solution %d", r.ID)
+// result records response j of a row; the row's last response finishes it.
+func (r *runner) result(res *score.Result, ref rowRef, j int) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rec := ref.bs.recs[ref.i]
+	rr := responseRecord{Reward: res.Score, RewardExact: r.exactOf(res), Verdicts: res.Verdicts(), Statuses: res.Statuses(),
+		Requests: res.Requests, Saved: res.Saved, Deduped: res.Deduped, Cached: res.Cached, Retries: res.Retries, Infra: res.Infra(), Audit: res.Audit,
+		Language: res.Language, Crash: crashAtStart(res.Cases)}
+	for _, c := range res.Cases {
+		rr.StarvedReruns += c.StarvedReruns
+		if c.Infra && c.APIRequestError != nil && rr.FirstInfra == "" {
+			rr.FirstInfra = *c.APIRequestError
+		}
 	}
-	delete(p.slotOf, r.ID)
-	if r.Aborted {
-		p.aborted = true
+	if res.Err != "" {
+		e := res.Err
+		rr.Err = &e
+		rr.InputErr = res.InputErr
 	}
-	if p.aborted {
-		return nil // nothing after an aborted result is kept, to stay a prefix
+	rec.Responses[j] = rr
+	if rec.Cases != nil {
+		rec.Cases[j] = trimCases(res.Cases, r.opts.MaxText)
 	}
-	rec := sl.bs.recs[sl.row]
-	if rec == nil {
+	if ref.bs.left[ref.i]--; ref.bs.left[ref.i] > 0 {
 		return nil
 	}
-	rr := responseRecord{Reward: r.Score, RewardExact: p.exactOf(r), Verdicts: r.Verdicts(), Statuses: r.Statuses(),
-		Requests: r.Requests, Saved: r.Saved, Deduped: r.Deduped, Cached: r.Cached, Retries: r.Retries, Infra: r.Infra(), Audit: r.Audit,
-		Language: r.Language, Crash: crashAtStart(r.Cases)}
-	for _, c := range r.Cases {
-		rr.StarvedReruns += c.StarvedReruns
-	}
-	if r.Err != "" {
-		e := r.Err
-		rr.Err = &e
-		rr.InputErr = r.InputErr
-		if r.InputErr && rec.Unreadable == "" && p.sum.FirstInputError == "" {
-			p.sum.FirstInputError = fmt.Sprintf("row %d response %d: %s", rec.Index, sl.idx, r.Err)
-		}
-	}
-	rec.Responses[sl.idx] = rr
-	if rr.Infra && p.sum.FirstInfraError == "" {
-		for _, c := range r.Cases {
-			if c.Infra && c.APIRequestError != nil {
-				p.sum.FirstInfraError = *c.APIRequestError
-				break
-			}
-		}
-	}
-	if rec.Cases != nil {
-		rec.Cases[sl.idx] = trimCases(r.Cases, p.opts.MaxText)
-	}
-	sl.bs.left[sl.row]--
-	if sl.bs.left[sl.row] == 0 {
-		if err := p.rowFinishedLocked(sl.bs, sl.row, rec, false); err != nil {
-			p.err = err
-			return err
-		}
-	}
-	if err := p.flushLocked(); err != nil {
-		p.err = err
+	if err := r.finishedLocked(ref.bs, ref.i, rec, false); err != nil {
 		return err
 	}
-	return nil
+	return r.flushLocked()
 }
 
 // exactOf is r's exact reward, kept when the run compares otherwise.
-func (p *pipeline) exactOf(r *score.Result) *float64 {
-	if !p.wo.RewardExact {
+func (r *runner) exactOf(res *score.Result) *float64 {
+	if !r.wo.RewardExact {
 		return nil
 	}
-	x := r.ScoreExact
+	x := res.ScoreExact
 	return &x
 }
 
@@ -556,44 +499,59 @@ func writeOptions(eo score.Options) rollout.WriteOptions {
 	return rollout.WriteOptions{RewardExact: !eo.Compare.Exact() || eo.CheckerKey != ""}
 }
 
-func (p *pipeline) finishRow(bs *batchState, i int, rec *rowRecord, fromJournal bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if err := p.rowFinishedLocked(bs, i, rec, fromJournal); err != nil && p.err == nil {
-		p.err = err
-	}
+func (r *runner) finished(bs *batchState, i int, rec *rowRecord, fromJournal bool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.finishedLocked(bs, i, rec, fromJournal)
 }
 
-func (p *pipeline) rowFinishedLocked(bs *batchState, i int, rec *rowRecord, fromJournal bool) error {
+// finishedLocked records a finished row: in the journal at once (a
+// scored row), so that a killed run does not score it again.
+func (r *runner) finishedLocked(bs *batchState, i int, rec *rowRecord, fromJournal bool) error {
 	bs.recs[i] = rec
 	bs.left[i] = 0
-	p.sum.add(rec, p.opts.MaskInfra)
-	p.rowsDone++
-	p.rows.Done.Add(1)
+	r.rowsDone++
+	r.progress.RowDone(fromJournal)
 	if fromJournal {
-		p.rows.Resumed.Add(1)
-		p.sum.Resumed++
-		for _, r := range rec.Responses {
-			p.sum.resumedCases += len(r.Verdicts)
+		r.sum.Resumed++
+		for _, resp := range rec.Responses {
+			r.sum.resumedCases += len(resp.Verdicts)
 		}
 		return nil
 	}
-	return p.jr.write(rec)
+	if err := r.jr.write(rec); err != nil {
+		r.fail(err)
+		return err
+	}
+	return nil
+}
+
+func (r *runner) fail(err error) {
+	if r.err == nil {
+		r.err = err
+	}
 }
 
 // flushLocked writes the finished batches at the head of the queue.
-func (p *pipeline) flushLocked() error {
-	for len(p.batches) > 0 {
-		bs := p.batches[0]
+func (r *runner) flushLocked() error {
+	if r.err != nil {
+		return r.err
+	}
+	for len(r.batches) > 0 {
+		bs := r.batches[0]
 		if !bs.fed || !bs.complete() {
 			return nil
 		}
-		if err := p.writeRows(bs, len(bs.recs)); err != nil {
+		if err := r.writeRows(bs, len(bs.recs)); err != nil {
+			r.fail(err)
 			return err
 		}
 		bs.b.Release()
-		p.batches = p.batches[1:]
-		if err := p.jr.sync(); err != nil {
+		r.batches = r.batches[1:]
+		close(r.wrote)
+		r.wrote = make(chan struct{})
+		if err := r.jr.sync(); err != nil {
+			r.fail(err)
 			return err
 		}
 	}
@@ -611,16 +569,16 @@ func (bs *batchState) complete() bool {
 
 // flushPartial writes the finished leading rows of the first unwritten
 // batch (after an interruption).
-func (p *pipeline) flushPartial() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if err := p.flushLocked(); err != nil {
+func (r *runner) flushPartial() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.flushLocked(); err != nil {
 		return err
 	}
-	if len(p.batches) == 0 {
+	if len(r.batches) == 0 {
 		return nil
 	}
-	bs := p.batches[0]
+	bs := r.batches[0]
 	n := 0
 	for n < len(bs.recs) && bs.recs[n] != nil && bs.left[n] == 0 {
 		n++
@@ -628,25 +586,97 @@ func (p *pipeline) flushPartial() error {
 	if n == 0 {
 		return nil
 	}
-	return p.writeRows(bs, n)
+	return r.writeRows(bs, n)
 }
 
-func (p *pipeline) writeRows(bs *batchState, n int) error {
+// writeRows writes the first n rows of bs to the outputs and the summary,
+// in input order.
+func (r *runner) writeRows(bs *batchState, n int) error {
 	b := bs.b
 	if n < len(b.Rows) {
 		b = b.Head(n)
 	}
 	res := make([]rollout.RowResult, n)
 	for i := 0; i < n; i++ {
-		res[i] = bs.recs[i].rowResult()
-		if p.cw != nil {
-			if err := p.cw.writeRow(bs.recs[i]); err != nil {
+		rec := bs.recs[i]
+		res[i] = rec.rowResult()
+		r.sum.add(rec, r.opts.MaskInfra)
+		r.unwritten -= bs.sols[i]
+		if r.cw != nil {
+			if err := r.cw.writeRow(rec); err != nil {
 				return err
 			}
 		}
 	}
-	if err := p.w.Write(b, res); err != nil {
+	return r.w.Write(b, res)
+}
+
+// finishSummary completes the summary of a run that ended.
+func (r *runner) finishSummary(interrupted bool, took time.Duration) {
+	s := r.sum
+	s.Interrupted = interrupted
+	s.finish(took)
+	if r.opts.Shard != nil {
+		s.Shard = r.opts.Shard.String()
+	}
+	if !r.eo.Compare.Exact() {
+		s.Compare = r.eo.Compare.String()
+	}
+	s.Checker = r.eo.CheckerKey
+	if r.opts.Endpoints != nil {
+		s.Endpoints = r.opts.Endpoints()
+	}
+	r.finishProvenance()
+	s.Provenance = r.opts.Provenance
+	if r.opts.Provenance != nil {
+		if kv, ok := r.w.(interface{ SetKeyValue(k, v string) }); ok {
+			b, _ := json.Marshal(r.opts.Provenance)
+			kv.SetKeyValue(ProvenanceKey, string(b))
+		}
+	}
+}
+
+// commit writes what is finished (after an interruption, the leading rows
+// of the partly written batch that finished) and commits every output;
+// an interrupted run keeps its journal for --resume.
+func (r *runner) commit(interrupted bool) error {
+	if err := r.flushPartial(); err != nil {
 		return err
+	}
+	if err := r.jr.close(); err != nil {
+		return err
+	}
+	if err := r.w.Commit(); err != nil {
+		return err
+	}
+	r.committed = true
+	if r.cw != nil {
+		if err := r.cw.commit(); err != nil {
+			return err
+		}
+	}
+	if r.opts.Summary != "" {
+		if err := writeJSONAtomic(r.opts.Summary, r.sum); err != nil {
+			return err
+		}
+	}
+	switch {
+	case interrupted && r.toStdout:
+		return fmt.Errorf("%w after %s (written to stdout; no journal)", ErrInterrupted, text.Count(r.rowsDone, "row"))
+	case interrupted:
+		return fmt.Errorf("%w after %s; the journal %s allows --resume", ErrInterrupted, text.Count(r.rowsDone, "row"), r.jpath)
+	case r.toStdout:
+		return nil
+	}
+	if r.opts.Shard != nil {
+		unsharded := r.opts
+		unsharded.Shard = nil
+		if err := writeShardFile(r.opts, r.wo, r.fp, runFingerprint(r.eo, unsharded), r.sum, r.jpath); err != nil {
+			return err
+		}
+	}
+	if err := os.Remove(r.jpath); err != nil {
+		return fmt.Errorf("remove journal: %w", err)
 	}
 	return nil
 }

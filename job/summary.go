@@ -11,9 +11,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/verl-score/verl-score/progress"
 	"github.com/verl-score/verl-score/sandboxclient"
 	"github.com/verl-score/verl-score/score"
+	"github.com/verl-score/verl-score/text"
 	"github.com/verl-score/verl-score/verdict"
 )
 
@@ -240,7 +240,7 @@ func (s *Summary) Warnings() []string {
 	var out []string
 	if s.UnreadableRows > 0 {
 		out = append(out, fmt.Sprintf("%s could not be read (first: %s): each has its output row with reward 0 and the reason in reward_error, "+
-			"and none counts in the prompts or the means", progress.Count(s.UnreadableRows, "input row"), s.FirstUnreadable))
+			"and none counts in the prompts or the means", text.Count(s.UnreadableRows, "input row"), s.FirstUnreadable))
 	}
 	for _, c := range s.CrashedAtStart {
 		w := fmt.Sprintf("every %s response (%d) crashed at start with %s and no output: the sandbox, not the code, is the likely cause", c.Language, c.Responses, c.Signal)
@@ -261,6 +261,7 @@ func (s *Summary) add(rec *rowRecord, mask bool) {
 		}
 		return
 	}
+	s.noteFirstErrors(rec)
 	s.noteLanguages(rec)
 	src := rec.DataSource
 	if src == "" {
@@ -291,6 +292,20 @@ func (s *Summary) add(rec *rowRecord, mask bool) {
 	}
 	for _, grp := range []*Group{g, s.Overall} {
 		grp.addRow(rec, mask)
+	}
+}
+
+// noteFirstErrors keeps the first input error and the first
+// infrastructure error, in input order.
+func (s *Summary) noteFirstErrors(rec *rowRecord) {
+	for j := range rec.Responses {
+		r := &rec.Responses[j]
+		if r.InputErr && r.Err != nil && s.FirstInputError == "" {
+			s.FirstInputError = fmt.Sprintf("row %d response %d: %s", rec.Index, j, *r.Err)
+		}
+		if r.FirstInfra != "" && s.FirstInfraError == "" {
+			s.FirstInfraError = r.FirstInfra
+		}
 	}
 }
 
@@ -554,27 +569,27 @@ func (s *Summary) WriteTable(w io.Writer) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "mean/prompt is verl's test_score/<data_source> (mean over prompts of their mean score)"+passNote(s.Overall, KsUpTo(s.PassK, maxK)))
-	fmt.Fprintf(w, "%s in %.1fs (%.1f cases/s)", progress.Count(s.Overall.Cases-s.resumedCases, "case"), s.WallSeconds, s.CasesPerSec)
+	fmt.Fprintf(w, "%s in %.1fs (%.1f cases/s)", text.Count(s.Overall.Cases-s.resumedCases, "case"), s.WallSeconds, s.CasesPerSec)
 	if s.Overall.Masked > 0 {
-		fmt.Fprintf(w, "; %s with infrastructure errors left out of the means", progress.Count(s.Overall.Masked, "response"))
+		fmt.Fprintf(w, "; %s with infrastructure errors left out of the means", text.Count(s.Overall.Masked, "response"))
 	}
 	if n := s.Overall.ResponseErrors; n > 0 {
-		fmt.Fprintf(w, "; %s could not be run (see reward_error)", progress.Count(n, "response"))
+		fmt.Fprintf(w, "; %s could not be run (see reward_error)", text.Count(n, "response"))
 		if m := s.Overall.InputErrors; m > 0 {
 			fmt.Fprintf(w, ", %d of them for an input reason", m)
 		}
 	}
 	if n := s.UnreadableRows; n > 0 {
-		fmt.Fprintf(w, "; %s unreadable, left out", progress.Count(n, "input row"))
+		fmt.Fprintf(w, "; %s unreadable, left out", text.Count(n, "input row"))
 	}
 	if n := s.Overall.StarvedReruns; n > 0 {
-		fmt.Fprintf(w, "; %s run again: starved for a CPU", progress.Count(n, "request"))
+		fmt.Fprintf(w, "; %s run again: starved for a CPU", text.Count(n, "request"))
 	}
 	if s.Resumed > 0 {
-		fmt.Fprintf(w, "; %s taken from the journal", progress.Count(s.Resumed, "row"))
+		fmt.Fprintf(w, "; %s taken from the journal", text.Count(s.Resumed, "row"))
 	}
 	if s.InvalidUTF8Rows > 0 {
-		fmt.Fprintf(w, "; %s held invalid UTF-8 (%s replaced by U+FFFD)", progress.Count(s.InvalidUTF8Rows, "row"), progress.Count(s.InvalidUTF8Bytes, "byte"))
+		fmt.Fprintf(w, "; %s held invalid UTF-8 (%s replaced by U+FFFD)", text.Count(s.InvalidUTF8Rows, "row"), text.Count(s.InvalidUTF8Bytes, "byte"))
 	}
 	fmt.Fprintln(w)
 	s.writeExactNote(w)
@@ -620,7 +635,7 @@ func (s *Summary) writeExactNote(w io.Writer) {
 		return
 	}
 	fmt.Fprintf(w, "%s changed %s against verl's exact comparison (reward_exact): %s\n",
-		how, progress.Count(*s.Overall.DifferFromExact, "reward"), strings.Join(parts, "; "))
+		how, text.Count(*s.Overall.DifferFromExact, "reward"), strings.Join(parts, "; "))
 }
 
 // writeAuditNote lists what the audit flagged.
@@ -630,8 +645,8 @@ func (s *Summary) writeAuditNote(w io.Writer) {
 		return
 	}
 	fmt.Fprintf(w, "audit: %s probed with %s (%d without a usable answer, %s not probeable); %s flagged",
-		progress.Count(*g.Audited, "response"), progress.Count(g.AuditProbes, "extra request"), g.AuditErrors,
-		progress.Count(g.AuditUnprobed, "passing case"), progress.Count(*g.AuditFlagged, "response"))
+		text.Count(*g.Audited, "response"), text.Count(g.AuditProbes, "extra request"), g.AuditErrors,
+		text.Count(g.AuditUnprobed, "passing case"), text.Count(*g.AuditFlagged, "response"))
 	if *g.AuditFlagged == 0 {
 		fmt.Fprintln(w)
 		return
@@ -673,12 +688,12 @@ func (s *Summary) CheckInfra(maxFrac float64) error {
 	if sent == 0 || s.Overall.InfraResponses == 0 {
 		return nil
 	}
+	if err := score.Unusable(sent, s.Overall.InfraResponses, s.FirstInfraError); err != nil {
+		return err
+	}
 	first := ""
 	if s.FirstInfraError != "" {
 		first = "; first error: " + s.FirstInfraError
-	}
-	if s.Overall.InfraResponses == sent {
-		return fmt.Errorf("%w: all %s sent failed at the infrastructure level, so every reward is 0%s", score.ErrSandboxUnusable, progress.Count(sent, "response"), first)
 	}
 	if frac > maxFrac {
 		return fmt.Errorf("%w: %d of %d responses (%.1f%%) failed at the infrastructure level, more than --max-infra-errors %g allows%s",

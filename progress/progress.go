@@ -44,6 +44,21 @@ type Rows struct {
 	Fed atomic.Int64
 }
 
+// SetTotal sets the rows to score; -1 while unknown.
+func (r *Rows) SetTotal(n int64) { r.Total.Store(n) }
+
+// RowFed counts a row handed to the engine.
+func (r *Rows) RowFed() { r.Fed.Add(1) }
+
+// RowDone counts a finished row, and a resumed one (taken from the
+// journal) as such.
+func (r *Rows) RowDone(resumed bool) {
+	r.Done.Add(1)
+	if resumed {
+		r.Resumed.Add(1)
+	}
+}
+
 // NewRows returns counters whose total is not known yet.
 func NewRows() *Rows {
 	r := &Rows{}

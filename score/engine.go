@@ -15,6 +15,7 @@ import (
 	langs "github.com/verl-score/verl-score/sandbox/lang"
 	"github.com/verl-score/verl-score/sandboxclient"
 	"github.com/verl-score/verl-score/testcases"
+	"github.com/verl-score/verl-score/text"
 	"github.com/verl-score/verl-score/verdict"
 )
 
@@ -225,6 +226,20 @@ func (r *Result) Infra() bool {
 // nothing about the code.
 var ErrSandboxUnusable = errors.New("sandbox unusable")
 
+// Unusable is the one test of a sandbox that answers nothing about the
+// code, for run and check alike: of sent responses (those that had cases
+// to run), failed met an infrastructure error, and that is all of them.
+// first is the first such error. It returns nil otherwise.
+func Unusable(sent, failed int, first string) error {
+	if sent == 0 || failed < sent {
+		return nil
+	}
+	if first != "" {
+		first = "; first error: " + first
+	}
+	return fmt.Errorf("%w: all %s sent failed at the infrastructure level, so every reward is 0%s", ErrSandboxUnusable, text.Count(sent, "response"), first)
+}
+
 // Errors that end a solution before any case is run.
 var (
 	// ErrMissingCode's text is verl's own, capital and all: reward_error
@@ -340,31 +355,60 @@ type solState struct {
 	finished bool
 }
 
-// Run scores every solution received from in and calls emit with the
-// results in the order the solutions arrived, one at a time from a single
-// goroutine. It returns when in is closed and every result is emitted, or
-// when emit fails. Cancelling ctx cancels the requests in flight and sends
-// nothing more; every solution still comes back, unfinished ones with
-// Aborted set. Stop ends a run gently instead, letting the requests in
-// flight finish.
+// Run scores every solution received from in and calls emit with each
+// result as soon as it is finished, one at a time from a single goroutine:
+// a solution answered ahead of a slow earlier one is not held back, so a
+// caller that journals results loses only what was in flight. At most
+// Options.Window solutions are in progress at once. Run returns when in is
+// closed and every result is emitted, or when emit fails. Cancelling ctx
+// cancels the requests in flight and sends nothing more; every solution
+// still comes back, unfinished ones with Aborted set. Stop ends a run
+// gently instead, letting the requests in flight finish.
 func (e *Engine) Run(ctx context.Context, in <-chan Solution, emit func(*Result) error) error {
+	return e.run(ctx, in, emit, false)
+}
+
+// RunInOrder is Run with the results emitted in the order the solutions
+// arrived: a slow solution holds back the ones after it, up to the window.
+func (e *Engine) RunInOrder(ctx context.Context, in <-chan Solution, emit func(*Result) error) error {
+	return e.run(ctx, in, emit, true)
+}
+
+func (e *Engine) run(ctx context.Context, in <-chan Solution, emit func(*Result) error, inOrder bool) error {
 	// sendCtx ends the sending of new cases: on Stop or with ctx.
 	sendCtx, stopSending := e.UntilStopped(ctx)
 	defer stopSending()
+	// A token per solution in progress, taken before it starts and given
+	// back once it is emitted: the window. The queue then never holds more
+	// than the window, in arrival order or in finishing order.
+	tokens := make(chan struct{}, e.opts.Window)
 	queue := make(chan *solState, e.opts.Window)
 	emitErr := make(chan error, 1)
 	stopDispatch := make(chan struct{})
-	var dispatchers sync.WaitGroup
+	var dispatchers, finishers sync.WaitGroup
 	dispatchers.Add(1)
 	go func() {
 		defer dispatchers.Done()
-		defer close(queue)
+		defer func() {
+			finishers.Wait()
+			close(queue)
+		}()
 		for sol := range in {
-			st := e.start(sol)
 			select {
-			case queue <- st:
+			case tokens <- struct{}{}:
 			case <-stopDispatch:
 				return
+			}
+			st := e.start(sol)
+			if inOrder {
+				queue <- st
+			} else {
+				finishers.Add(1)
+				go func() {
+					defer finishers.Done()
+					<-st.done
+					queue <- st
+				}()
 			}
 			// Each solution dispatches its own cases; the window bounds
 			// how many do at once, the limiter the requests.
@@ -378,14 +422,14 @@ func (e *Engine) Run(ctx context.Context, in <-chan Solution, emit func(*Result)
 	go func() {
 		var err error
 		for st := range queue {
-			if err != nil {
-				continue // drain so the dispatcher is not stuck
+			if err == nil {
+				<-st.done
+				e.progress.Solutions.Add(1)
+				if err = emit(&st.res); err != nil {
+					close(stopDispatch)
+				}
 			}
-			<-st.done
-			e.progress.Solutions.Add(1)
-			if err = emit(&st.res); err != nil {
-				close(stopDispatch)
-			}
+			<-tokens
 		}
 		emitErr <- err
 	}()

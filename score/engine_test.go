@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -121,7 +122,7 @@ func runAll(t testing.TB, e *Engine, sols []Solution) []*Result {
 		}
 	}()
 	var out []*Result
-	err := e.Run(context.Background(), in, func(r *Result) error {
+	err := e.RunInOrder(context.Background(), in, func(r *Result) error {
 		c := *r
 		out = append(out, &c)
 		return nil
@@ -130,6 +131,58 @@ func runAll(t testing.TB, e *Engine, sols []Solution) []*Result {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestRunEmitsAsFinished: Run hands a result over as soon as it is
+// finished, so a slow first solution holds none of the others back (a job
+// journals each at once); RunInOrder keeps the input order.
+func TestRunEmitsAsFinished(t *testing.T) {
+	for _, inOrder := range []bool{false, true} {
+		s := newStandIn(t, 0)
+		release := make(chan struct{})
+		s.run = func(req *sandboxclient.Request) *sandboxclient.Response {
+			if strings.Contains(req.Code, "slow") {
+				<-release
+			}
+			return echoRun(req)
+		}
+		e, _ := New(s.client(t, 4), Options{MaxConcurrent: 4, Timeout: 10, MemoryLimitMB: 1024, Language: "python", NoDedup: true})
+		in := make(chan Solution, 6)
+		for i := range 6 {
+			code := "print(input())"
+			if i == 0 {
+				code = "print(input())  # slow"
+			}
+			in <- Solution{ID: int64(i), Completion: "```python\n" + code + "\n```", GroundTruth: groundTruth(1)}
+		}
+		close(in)
+		var got []int64
+		run := e.Run
+		if inOrder {
+			run = e.RunInOrder
+			close(release) // nothing could come before it
+		}
+		err := run(context.Background(), in, func(r *Result) error {
+			got = append(got, r.ID)
+			if len(got) == 5 && !inOrder {
+				close(release) // the other five are out: now the slow one
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []int64{0, 1, 2, 3, 4, 5}
+		if !inOrder {
+			if len(got) != 6 || got[5] != 0 {
+				t.Errorf("Run: got %v, want the slow solution 0 last", got)
+			}
+			continue
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("RunInOrder: got %v, want %v", got, want)
+		}
+	}
 }
 
 func TestGlobalLimitIsReachedNeverExceeded(t *testing.T) {

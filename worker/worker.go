@@ -89,7 +89,7 @@ func Serve(ctx context.Context, eng *score.Engine, in io.Reader, out io.Writer, 
 		defer close(sols)
 		readErr <- feed(ctx, in, sols, ids)
 	}()
-	err := eng.Run(ctx, sols, func(r *score.Result) error {
+	err := eng.RunInOrder(ctx, sols, func(r *score.Result) error {
 		return writeLine(w, resultOf(ids.take(r.ID), r))
 	})
 	if err != nil {
