@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -32,23 +31,6 @@ EXIT STATUS
      --tolerance (regressed, improved or missing)
   4  interrupted (check; run it again: a check keeps no journal)
 `
-
-// checkKeys are the configuration keys check takes: those of run, less
-// the ones about run's own outputs.
-func checkKeys() []string {
-	return scoringKeysExcept("infra_errors", "max_infra_errors", "max_input_errors", "pass_k", "cases_out_max_text")
-}
-
-// scoringKeysExcept is scoringKeys less the keys named.
-func scoringKeysExcept(drop ...string) []string {
-	var keys []string
-	for _, k := range scoringKeys {
-		if !slices.Contains(drop, k) {
-			keys = append(keys, k)
-		}
-	}
-	return keys
-}
 
 // reportOptions are the report flags shared by check and diff.
 type reportOptions struct {
@@ -159,7 +141,12 @@ type checkOptions struct {
 	streams  Streams
 }
 
-func newCheckCmd(s Streams) *cobra.Command {
+// newCheckCmd builds the command; runF, when not nil, is called with the parsed
+// options in place of runCheck (tests stop there).
+func newCheckCmd(s Streams, runF func(context.Context, *checkOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = runCheck
+	}
 	opts := &checkOptions{streams: s}
 	c := &cobra.Command{
 		Use:   "check INPUT",
@@ -204,7 +191,7 @@ file); keep them as they were when the reference was computed.` + checkExitHelp,
 		},
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.input = args[0]
-			return runCheck(c.Context(), opts)
+			return runF(c.Context(), opts)
 		},
 	}
 	f := c.Flags()
@@ -212,7 +199,7 @@ file); keep them as they were when the reference was computed.` + checkExitHelp,
 	f.IntVar(&opts.reruns, "reruns", 2, "times a mismatch with -1 or -3 verdicts is scored again to tell flaky from reproducible")
 	f.BoolVarP(&opts.quiet, "quiet", "q", false, "no progress display")
 	opts.report.addFlags(f)
-	opts.loader = config.AddFlags(f, checkKeys()...)
+	opts.loader = config.AddFlags(f, config.Check)
 	return c
 }
 

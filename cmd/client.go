@@ -38,7 +38,7 @@ func sandboxClient(cfg *config.Config, warn io.Writer) (sandboxclient.Client, st
 			}
 			header.Add(name, value)
 		}
-		ho := sandboxclient.HTTPOptions{URL: cfg.SandboxURL[0], MaxConns: cfg.MaxConcurrent, Retry: retry, Header: header}
+		ho := sandboxclient.HTTPOptions{URL: cfg.SandboxURL[0], MaxConns: cfg.Engine.MaxConcurrent, Retry: retry, Header: header}
 		if len(cfg.SandboxURL) == 1 {
 			c, err := sandboxclient.NewHTTPClient(ho)
 			if err != nil {
@@ -52,16 +52,13 @@ func sandboxClient(cfg *config.Config, warn io.Writer) (sandboxclient.Client, st
 		}
 		return f, fmt.Sprintf("%d SandboxFusion endpoints (%s)", len(cfg.SandboxURL), f.Describe()), f.Close, nil
 	}
-	iso, err := sandbox.ParseIsolation(cfg.LocalIsolation)
-	if err != nil {
-		return nil, "", nil, err
-	}
-	l, err := sandbox.New(sandbox.Options{Concurrency: cfg.LocalConcurrency, Isolation: iso, Warn: warn, NoFastPaths: !cfg.FastPaths,
-		PythonPrelude: testcases.DriverHead, RubyStackMB: cfg.RubyStackMB})
+	so := cfg.Sandbox
+	so.Warn, so.PythonPrelude = warn, testcases.DriverHead
+	l, err := sandbox.New(so)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("embedded sandbox: %w", err)
 	}
-	return l, fmt.Sprintf("embedded sandbox (%d at once)", cfg.LocalConcurrency), func() { l.Close() }, nil
+	return l, fmt.Sprintf("embedded sandbox (%d at once)", cfg.Sandbox.Concurrency), func() { l.Close() }, nil
 }
 
 // probeTimeout bounds the probe of each endpoint before scoring.
@@ -129,9 +126,9 @@ func cacheIdentity(cfg *config.Config) string {
 		slices.Sort(urls)
 		return "sandbox urls " + strings.Join(urls, " ")
 	}
-	id := toolchain.Identity(cfg.LocalIsolation)
-	if cfg.RubyStackMB > 0 {
-		id += fmt.Sprintf("\nruby stack %d MB", cfg.RubyStackMB) // other Ruby verdicts
+	id := toolchain.Identity(cfg.Sandbox.Isolation.String())
+	if cfg.Sandbox.RubyStackMB > 0 {
+		id += fmt.Sprintf("\nruby stack %d MB", cfg.Sandbox.RubyStackMB) // other Ruby verdicts
 	}
 	return id
 }
@@ -153,10 +150,7 @@ func setupScoring(loader *config.Loader, errOut io.Writer) (*scoring, error) {
 	if err != nil {
 		return nil, err
 	}
-	eo, ro, err := scoringSetup(cfg)
-	if err != nil {
-		return nil, err
-	}
+	eo, ro := cfg.Engine, cfg.Reader
 	warn := func(msg string) { fmt.Fprintln(errOut, "verl-score: warning:", msg) }
 	ro.Warn = warn
 	client, desc, closeClient, err := sandboxClient(cfg, errOut)
@@ -169,7 +163,7 @@ func setupScoring(loader *config.Loader, errOut io.Writer) (*scoring, error) {
 			closeClient()
 			return nil, err
 		}
-		eo.Cache, eo.CacheTimeouts = c, cfg.CacheTimeouts
+		eo.Cache = c
 	}
 	eng, err := score.New(client, eo)
 	if err != nil {

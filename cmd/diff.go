@@ -55,7 +55,7 @@ score that moved is a mismatch whatever verdicts moved it.` + checkExitHelp,
 	}
 	opts.report.addFlags(c.Flags())
 	c.Flags().StringVar(&opts.idKey, "id-key", "", "dotted path of a row id to match the rows of A and B by (default: their prompt)")
-	opts.loader = config.AddFlags(c.Flags(), "data_source_key")
+	opts.loader = config.AddFlags(c.Flags(), config.Diff)
 	return c
 }
 
@@ -68,7 +68,7 @@ func runDiff(_ context.Context, opts *diffOptions) error {
 		return err
 	}
 	ro := rollout.DefaultOptions()
-	ro.DataSourceKey = cfg.DataSourceKey
+	ro.DataSourceKey = cfg.Reader.DataSourceKey
 	ro.IDKey = opts.idKey
 	rep, err := check.Diff(opts.a, opts.b, check.DiffOptions{
 		Reader: ro, Tolerance: opts.report.tolerance, MaxMismatch: opts.report.maxMismatch,

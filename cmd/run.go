@@ -15,18 +15,8 @@ import (
 	"github.com/verl-score/verl-score/progress"
 	"github.com/verl-score/verl-score/rollout"
 	"github.com/verl-score/verl-score/sandbox/toolchain"
-	"github.com/verl-score/verl-score/score"
-	"github.com/verl-score/verl-score/testcases"
 	"github.com/verl-score/verl-score/version"
 )
-
-// scoringKeys are the configuration keys every scoring command takes.
-var scoringKeys = []string{
-	"sandbox_url", "max_concurrent", "timeout", "memory_limit_mb", "mode", "language", "extract",
-	"no_compile_skip", "no_dedup", "compare", "checker_key", "audit", "audit_fail", "cache", "cache_key", "cache_timeouts", "cache_max_mb", "response_key", "data_source_key", "ground_truth_key", "data_source", "language_key",
-	"infra_errors", "max_infra_errors", "max_input_errors", "pass_k", "cases_out_max_text", "retry_overload", "retry_sandbox_errors",
-	"local_concurrency", "isolation", "fast_paths", "ruby_stack_mb", "sandbox_header",
-}
 
 type runOptions struct {
 	input    string
@@ -44,7 +34,12 @@ type runOptions struct {
 	resumeCmd string
 }
 
-func newRunCmd(s Streams) *cobra.Command {
+// newRunCmd builds the command; runF, when not nil, is called with the parsed
+// options in place of runScore (tests stop there).
+func newRunCmd(s Streams, runF func(context.Context, *runOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = runScore
+	}
 	opts := &runOptions{streams: s}
 	c := &cobra.Command{
 		Use:   "run INPUT",
@@ -85,7 +80,7 @@ prints the command that resumes it.` + exitHelp,
 				}
 			}
 			opts.resumeCmd = resumeCommand(c, opts)
-			return runScore(c.Context(), opts)
+			return runF(c.Context(), opts)
 		},
 	}
 	f := c.Flags()
@@ -96,45 +91,8 @@ prints the command that resumes it.` + exitHelp,
 	f.BoolVar(&opts.resume, "resume", false, "continue an interrupted run from its journal")
 	f.BoolVarP(&opts.quiet, "quiet", "q", false, "no progress display")
 	f.StringVar(&opts.shard, "shard", "", "score only shard K/N of INPUT's rows (0 <= K < N; contiguous, prompts kept whole) and leave OUTPUT.shard for 'verl-score merge'")
-	opts.loader = config.AddFlags(f, scoringKeys...)
+	opts.loader = config.AddFlags(f, config.Run)
 	return c
-}
-
-// scoringSetup turns the configuration into engine and reader options.
-func scoringSetup(cfg *config.Config) (score.Options, rollout.Options, error) {
-	mode, err := score.ParseMode(cfg.Mode)
-	if err != nil {
-		return score.Options{}, rollout.Options{}, &UsageError{Err: err}
-	}
-	cmp, err := testcases.ParseComparison(cfg.Compare)
-	if err != nil {
-		return score.Options{}, rollout.Options{}, &UsageError{Err: fmt.Errorf("--compare: %w", err)}
-	}
-	rule := testcases.RuleVerl
-	if cfg.Extract == "prime" {
-		rule = testcases.RulePRIME
-	}
-	eo := score.Options{
-		MaxConcurrent: cfg.MaxConcurrent,
-		Timeout:       cfg.Timeout,
-		MemoryLimitMB: cfg.MemoryLimitMB,
-		Mode:          mode,
-		Language:      cfg.Language,
-		Extract:       rule,
-		NoCompileSkip: cfg.NoCompileSkip,
-		NoDedup:       cfg.NoDedup,
-		Compare:       cmp,
-		CheckerKey:    cfg.CheckerKey,
-		Audit:         cfg.Audit || cfg.AuditFail,
-		AuditFail:     cfg.AuditFail,
-	}
-	ro := rollout.DefaultOptions()
-	ro.ResponseKey = cfg.ResponseKey
-	ro.RequireDataSource = cfg.DataSourceKey != ro.DataSourceKey // chosen, not defaulted
-	ro.DataSourceKey = cfg.DataSourceKey
-	ro.GroundTruthKey = cfg.GroundTruthKey
-	ro.LanguageKey = cfg.LanguageKey
-	return eo, ro, nil
 }
 
 // runScore is the run command: it scores opts.input into its output.
@@ -164,15 +122,11 @@ func runScore(ctx context.Context, opts *runOptions) error {
 	if output == "-" {
 		sumOut = errOut
 	}
-	passK, err := job.ParsePassK(cfg.PassK)
-	if err != nil {
-		return &UsageError{Err: err}
-	}
 	rows := progress.NewRows()
 	jo := job.Options{
 		Input: opts.input, Stdin: opts.streams.In, Output: output, Stdout: opts.streams.Out, CasesOut: opts.casesOut, Summary: opts.summary,
-		Reader: sc.reader, DataSource: cfg.DataSource, MaskInfra: cfg.InfraErrors == "mask",
-		MaxText: cfg.CasesOutMaxText, PassK: passK, Resume: opts.resume, Warn: sc.warn, Progress: rows, Endpoints: sc.endpoints, Shard: opts.shardAt,
+		Reader: sc.reader, DataSource: cfg.DataSource, MaskInfra: cfg.MaskInfra,
+		MaxText: cfg.CasesOutMaxText, PassK: cfg.PassK, Resume: opts.resume, Warn: sc.warn, Progress: rows, Endpoints: sc.endpoints, Shard: opts.shardAt,
 	}
 	jo.Provenance, jo.Toolchains = provenance(opts.loader, sc)
 	reporter := progress.Start(errOut, progressMode(opts.quiet), sc.eng, rows, 5*time.Second)

@@ -671,20 +671,36 @@ func TestRunAndDiffAgreeOnMeans(t *testing.T) {
 	}
 }
 
-// Every setting is taken by run (scoringKeys); check takes all but run's
-// own output and exit settings.
-func TestEverySettingIsWired(t *testing.T) {
-	taken := map[string]bool{}
-	for _, k := range scoringKeys {
-		taken[k] = true
+// run has a flag for every setting; check for all but the five about
+// run's outputs, summary and exit; serve for the embedded sandbox's.
+func TestCommandsHaveTheirSettings(t *testing.T) {
+	flags := func(args ...string) map[string]bool {
+		root := NewRootCmd(Streams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
+		c, _, err := root.Find(args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]bool{}
+		c.Flags().VisitAll(func(f *pflagFlag) { got[f.Name] = true })
+		return got
 	}
+	run, check, serve := flags("run"), flags("check"), flags("serve")
+	missing := 0
 	for _, s := range config.Settings() {
-		if !taken[s.Key] {
-			t.Errorf("setting %q is not in scoringKeys: run has no flag for it", s.Key)
+		if !run[s.Flag()] {
+			t.Errorf("run has no --%s", s.Flag())
+		}
+		if !check[s.Flag()] {
+			missing++
 		}
 	}
-	if n := len(scoringKeys) - len(checkKeys()); n != 5 {
-		t.Errorf("check leaves out %d of run's keys, want the 5 about run's outputs, summary and exit", n)
+	if missing != 5 {
+		t.Errorf("check leaves out %d of run's settings, want the 5 about run's outputs, summary and exit", missing)
+	}
+	for _, f := range []string{"isolation", "fast-paths", "ruby-stack-mb"} {
+		if !serve[f] {
+			t.Errorf("serve has no --%s", f)
+		}
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/verl-score/verl-score/config"
 	"github.com/verl-score/verl-score/sandbox"
 	"github.com/verl-score/verl-score/server"
 	"github.com/verl-score/verl-score/testcases"
@@ -27,8 +28,10 @@ type serveOptions struct {
 	MaxBody         int64
 	ShutdownTimeout time.Duration
 	LogLevel        slog.Level
-	Isolation       sandbox.IsolationMode
-	FastPaths       bool
+	// Sandbox holds the embedded sandbox's settings (isolation, fast
+	// paths, Ruby's stack), read as every command reads them.
+	Sandbox sandbox.Options
+	loader  *config.Loader
 
 	ErrOut io.Writer
 	// Interrupt, when closed (the first SIGINT or SIGTERM), starts the
@@ -48,9 +51,14 @@ EXIT STATUS
   2  usage error
 `
 
-func newServeCmd(s Streams) *cobra.Command {
+// newServeCmd builds the command; runF, when not nil, is called with the parsed
+// options in place of runServe (tests stop there).
+func newServeCmd(s Streams, runF func(context.Context, *serveOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = runServe
+	}
 	opts := &serveOptions{ErrOut: s.ErrOut, Interrupt: s.Interrupt}
-	var maxBody, logLevel, isolation, maxQueueBytes string
+	var maxBody, logLevel, maxQueueBytes string
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the local sandbox over SandboxFusion's HTTP API",
@@ -121,16 +129,18 @@ Point verl at it with:
 			default:
 				return usageErrorf("--log-level must be info or debug, got %q", logLevel)
 			}
-			if opts.Isolation, err = sandbox.ParseIsolation(isolation); err != nil {
-				return usageErrorf("--%w", err)
+			cfg, err := loadConfig(opts.loader)
+			if err != nil {
+				return err
 			}
+			opts.Sandbox = cfg.Sandbox
 			if opts.ShutdownTimeout <= 0 {
 				return usageErrorf("--shutdown-timeout must be positive, got %s", opts.ShutdownTimeout)
 			}
 			if _, _, err := net.SplitHostPort(opts.Listen); err != nil {
 				return usageErrorf("--listen: %w", err)
 			}
-			return runServe(c.Context(), opts)
+			return runF(c.Context(), opts)
 		},
 	}
 	f := c.Flags()
@@ -144,8 +154,7 @@ Point verl at it with:
 	f.StringVar(&maxBody, "max-body", "32MiB", "largest request body accepted (bytes, or with a KiB/MiB/GiB suffix); larger gets 413")
 	f.DurationVar(&opts.ShutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "how long a shutdown waits for runs in progress")
 	f.StringVar(&logLevel, "log-level", "info", "info, or debug for one line per request")
-	f.BoolVar(&opts.FastPaths, "fast-paths", true, "fork Python runs from a pre-started interpreter, compile C++ against a precompiled bits/stdc++.h and start javac from a class-data archive (same answers; false: plain starts and compiles)")
-	f.StringVar(&isolation, "isolation", "auto", "auto: every protection the host allows (see verl-score doctor); basic: per-run user and no network, but the host's files visible; none: resource limits only")
+	opts.loader = config.AddFlags(f, config.Serve)
 	return c
 }
 
@@ -168,15 +177,12 @@ func runServe(ctx context.Context, opts *serveOptions) error {
 	}
 	logger := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: opts.LogLevel}))
 
-	local, err := sandbox.New(sandbox.Options{
-		Concurrency: opts.MaxConcurrent,
-		Isolation:   opts.Isolation,
-		Warn:        errOut,
-		NoFastPaths: !opts.FastPaths,
-		// Programs built by verl-score's own fn_name driver (a client
-		// pointed at this server) begin with its imports.
-		PythonPrelude: testcases.DriverHead,
-	})
+	so := opts.Sandbox
+	so.Concurrency, so.Warn = opts.MaxConcurrent, errOut
+	// Programs built by verl-score's own fn_name driver (a client pointed
+	// at this server) begin with its imports.
+	so.PythonPrelude = testcases.DriverHead
+	local, err := sandbox.New(so)
 	if err != nil {
 		return fmt.Errorf("start the sandbox: %w", err)
 	}

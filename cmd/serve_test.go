@@ -53,7 +53,7 @@ func TestRunServeAnswersAndStops(t *testing.T) {
 		MaxBody:         1 << 20,
 		ShutdownTimeout: 30 * time.Second,
 		LogLevel:        slog.LevelDebug,
-		Isolation:       sandbox.IsolationNone,
+		Sandbox:         sandbox.Options{Isolation: sandbox.IsolationNone},
 		ErrOut:          errOut,
 		Ready:           func(a net.Addr) { addrCh <- a },
 	}
@@ -112,7 +112,7 @@ func TestRunServeAddressInUse(t *testing.T) {
 	defer ln.Close()
 	opts := &serveOptions{
 		Listen: ln.Addr().String(), MaxConcurrent: 1, MaxBody: 1024,
-		ShutdownTimeout: time.Second, Isolation: sandbox.IsolationNone, ErrOut: io.Discard,
+		ShutdownTimeout: time.Second, Sandbox: sandbox.Options{Isolation: sandbox.IsolationNone}, ErrOut: io.Discard,
 	}
 	if err := runServe(context.Background(), opts); err == nil {
 		t.Error("got nil error serving on an address in use, want one")
@@ -139,7 +139,7 @@ func TestServeFlagValidation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
-			c := newServeCmd(Streams{Out: &out, ErrOut: &errOut})
+			c := newServeCmd(Streams{Out: &out, ErrOut: &errOut}, nil)
 			c.SetArgs(tt.args)
 			c.SetOut(&out)
 			c.SetErr(&errOut)
@@ -186,7 +186,7 @@ func TestParseSize(t *testing.T) {
 
 func TestServeHelpPointsVerlAtIt(t *testing.T) {
 	var out bytes.Buffer
-	c := newServeCmd(Streams{Out: &out, ErrOut: &out})
+	c := newServeCmd(Streams{Out: &out, ErrOut: &out}, nil)
 	c.SetOut(&out)
 	c.SetArgs([]string{"--help"})
 	if err := c.Execute(); err != nil {

@@ -8,13 +8,6 @@ import (
 	"github.com/verl-score/verl-score/worker"
 )
 
-// workerKeys are the scoring settings that apply to single reward calls:
-// those of run less the ones about reading rows and writing files.
-func workerKeys() []string {
-	return scoringKeysExcept("response_key", "data_source_key", "ground_truth_key", "data_source", "language_key",
-		"infra_errors", "max_infra_errors", "max_input_errors", "pass_k", "cases_out_max_text")
-}
-
 func newWorkerCmd(s Streams) *cobra.Command {
 	var loader *config.Loader
 	c := &cobra.Command{
@@ -50,7 +43,7 @@ go to stderr.` + configExitHelp,
 			return worker.Serve(c.Context(), sc.eng, s.In, s.Out, worker.Ready{Version: version.Number(), Sandbox: sc.desc})
 		},
 	}
-	loader = config.AddFlags(c.Flags(), workerKeys()...)
+	loader = config.AddFlags(c.Flags(), config.Worker)
 	return c
 }
 

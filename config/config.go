@@ -1,7 +1,10 @@
-// Package config loads verl-score's one typed configuration with viper:
-// command-line flags win over VERL_SCORE_* environment variables (and
-// SANDBOX_FUSION_URL), which win over a config file, which wins over the
-// defaults.
+// Package config declares every setting of verl-score once (its key,
+// which is also its flag and environment name, its default, its help, the
+// commands that have it, and how its value is checked and where it goes)
+// and loads them with viper: command-line flags win over VERL_SCORE_*
+// environment variables (and SANDBOX_FUSION_URL), which win over a config
+// file, which wins over the defaults. Every command that has a setting
+// reads it the same way, serve included.
 package config
 
 import (
@@ -9,114 +12,225 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"strconv"
 	"strings"
 
+	"github.com/spf13/cast"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
+	"github.com/verl-score/verl-score/job"
+	"github.com/verl-score/verl-score/rollout"
+	"github.com/verl-score/verl-score/sandbox"
 	"github.com/verl-score/verl-score/sandboxclient"
+	"github.com/verl-score/verl-score/score"
+	"github.com/verl-score/verl-score/testcases"
 )
 
-// Config is the effective configuration of a run.
+// Config is the effective configuration of a command: each setting's value
+// where the command uses it.
 type Config struct {
+	// Engine, Reader and Sandbox are the options of the engine, the input
+	// reader and the embedded sandbox, filled in by their settings (the
+	// fields no setting names keep their defaults).
+	Engine  score.Options
+	Reader  rollout.Options
+	Sandbox sandbox.Options
+
 	// SandboxURL lists the SandboxFusion endpoints; empty means the
 	// embedded sandbox.
-	SandboxURL []string `mapstructure:"sandbox_url"`
+	SandboxURL []string
 	// SandboxHeader lists "Name: value" headers sent with every request.
-	SandboxHeader []string `mapstructure:"sandbox_header"`
+	SandboxHeader      []string
+	RetryOverload      bool
+	RetrySandboxErrors int
 
-	MaxConcurrent int     `mapstructure:"max_concurrent"`
-	Timeout       float64 `mapstructure:"timeout"`
-	MemoryLimitMB int     `mapstructure:"memory_limit_mb"`
-	Mode          string  `mapstructure:"mode"`
-	Language      string  `mapstructure:"language"`
-	Extract       string  `mapstructure:"extract"`
-	NoCompileSkip bool    `mapstructure:"no_compile_skip"`
-	NoDedup       bool    `mapstructure:"no_dedup"`
-	Compare       string  `mapstructure:"compare"`
-	CheckerKey    string  `mapstructure:"checker_key"`
-	Audit         bool    `mapstructure:"audit"`
-	AuditFail     bool    `mapstructure:"audit_fail"`
+	Cache      string
+	CacheKey   string
+	CacheMaxMB int
 
-	Cache         string `mapstructure:"cache"`
-	CacheKey      string `mapstructure:"cache_key"`
-	CacheTimeouts bool   `mapstructure:"cache_timeouts"`
-	CacheMaxMB    int    `mapstructure:"cache_max_mb"`
-
-	ResponseKey    string `mapstructure:"response_key"`
-	DataSourceKey  string `mapstructure:"data_source_key"`
-	GroundTruthKey string `mapstructure:"ground_truth_key"`
-	DataSource     string `mapstructure:"data_source"`
-	LanguageKey    string `mapstructure:"language_key"`
-
-	InfraErrors     string  `mapstructure:"infra_errors"`
-	MaxInfraErrors  float64 `mapstructure:"max_infra_errors"`
-	MaxInputErrors  float64 `mapstructure:"max_input_errors"`
-	PassK           string  `mapstructure:"pass_k"`
-	CasesOutMaxText int     `mapstructure:"cases_out_max_text"`
-
-	RetryOverload      bool   `mapstructure:"retry_overload"`
-	RetrySandboxErrors int    `mapstructure:"retry_sandbox_errors"`
-	LocalConcurrency   int    `mapstructure:"local_concurrency"`
-	LocalIsolation     string `mapstructure:"isolation"`
-	FastPaths          bool   `mapstructure:"fast_paths"`
-	RubyStackMB        int    `mapstructure:"ruby_stack_mb"`
+	DataSource      string
+	MaskInfra       bool
+	MaxInfraErrors  float64
+	MaxInputErrors  float64
+	PassK           []int
+	CasesOutMaxText int
 }
 
-// Setting describes one configuration key: its flag, default and help.
-// A list setting (Default []string) takes a repeatable flag, a list in the
-// config file, or a comma-separated environment variable.
+// Command is a set of the commands that have a setting.
+type Command uint
+
+// The commands with settings. `verl-score config` shows Run's.
+const (
+	Run Command = 1 << iota
+	Check
+	Worker
+	Diff
+	Serve
+
+	scoring = Run | Check | Worker
+	rows    = Run | Check
+)
+
+// Setting is one configuration key, declared once. Its flag is the key
+// with dashes, its environment variable VERL_SCORE_ and the key in capitals.
 type Setting struct {
-	Key     string
-	Flag    string
-	Default any
-	Usage   string
+	Key string
+	// Default is the value when nothing sets it; its type (string, int,
+	// float64, bool, []string) is the flag's and the value's. A list
+	// takes a repeatable flag, a list in the config file, or a
+	// comma-separated environment variable.
+	Default  any
+	Usage    string
+	Commands Command
+	// Set checks a value (of Default's type) and stores it in the Config.
+	Set func(c *Config, v any) error
 	// Redact, when set, turns a value (each element of a list) into what
 	// may be printed: credentials stay out of `config` output.
 	Redact func(string) string
 }
 
+// Flag is the setting's command-line flag, without dashes.
+func (s Setting) Flag() string { return strings.ReplaceAll(s.Key, "_", "-") }
+
+// to stores a value as it is into the field that at gives, after the
+// checks.
+func to[T any](at func(*Config) *T, checks ...func(T) error) func(*Config, any) error {
+	return func(c *Config, v any) error {
+		x := v.(T)
+		for _, ck := range checks {
+			if err := ck(x); err != nil {
+				return err
+			}
+		}
+		*at(c) = x
+		return nil
+	}
+}
+
+// parsed parses a string value into the Config.
+func parsed(set func(c *Config, s string) error) func(*Config, any) error {
+	return func(c *Config, v any) error { return set(c, v.(string)) }
+}
+
+func positive[T int | float64](what string) func(T) error {
+	return func(x T) error {
+		if x <= 0 {
+			return fmt.Errorf("%s must be positive, got %v", what, x)
+		}
+		return nil
+	}
+}
+
+func fraction(what string) func(float64) error {
+	return func(x float64) error {
+		if x < 0 || x > 1 || x != x {
+			return fmt.Errorf("%s must be a fraction from 0 to 1, got %g", what, x)
+		}
+		return nil
+	}
+}
+
+func oneOf(what string, choices ...string) func(string) error {
+	return func(x string) error {
+		for _, ch := range choices {
+			if x == ch {
+				return nil
+			}
+		}
+		return fmt.Errorf("%s must be one of %s, got %q", what, strings.Join(choices, ", "), x)
+	}
+}
+
 // Settings lists every key, in the order `verl-score config` prints them.
 func Settings() []Setting {
 	return []Setting{
-		{Key: "sandbox_url", Flag: "sandbox-url", Default: []string{}, Redact: sandboxclient.RedactURL,
+		{Key: "sandbox_url", Default: []string{}, Commands: scoring, Redact: sandboxclient.RedactURL, Set: to(func(c *Config) *[]string { return &c.SandboxURL }),
 			Usage: "SandboxFusion run_code URL; repeat it (or separate with commas, as in env SANDBOX_FUSION_URL) for a fleet of endpoints, each optionally ending in #weight=N; empty runs code in the embedded sandbox"},
-		{Key: "sandbox_header", Flag: "sandbox-header", Default: []string{}, Redact: sandboxclient.RedactHeader,
+		{Key: "sandbox_header", Default: []string{}, Commands: scoring, Redact: sandboxclient.RedactHeader, Set: to(func(c *Config) *[]string { return &c.SandboxHeader }),
 			Usage: "header 'Name: value' sent with every sandbox request, e.g. 'Authorization: Bearer $TOKEN' ($VAR is taken from the environment); repeatable; never printed"},
-		{Key: "max_concurrent", Flag: "max-concurrent", Default: 64, Usage: "requests in flight across all responses and cases"},
-		{Key: "timeout", Flag: "timeout", Default: 10.0, Usage: "compile and run timeout of each case, in seconds"},
-		{Key: "memory_limit_mb", Flag: "memory-limit-mb", Default: 1024, Usage: "memory limit of each case, in MB"},
-		{Key: "mode", Flag: "mode", Default: "auto", Usage: "scoring mode: auto (verl's routing by data source), continuous or all"},
-		{Key: "language", Flag: "language", Default: "python", Usage: "language of every solution (verl sends python), or auto to take it from the code fence"},
-		{Key: "extract", Flag: "extract", Default: "verl", Usage: "code extraction rule: verl or prime"},
-		{Key: "no_compile_skip", Flag: "no-compile-skip", Default: false, Usage: "send every case even after a compile error (verdicts are the same)"},
-		{Key: "compare", Flag: "compare", Default: "exact", Usage: "how stdout meets the expected output: exact (verl's rule), lines (trailing whitespace of each line ignored), tokens (whitespace-separated tokens; fn_name results as values), float[:TOL] (tokens, numbers within TOL absolute or relative, default 1e-6), rows[:TOL] (result sets: lines are rows, | separates cells, rows in any order, numbers within TOL); other than exact, each row also gets reward_exact"},
-		{Key: "checker_key", Flag: "checker-key", Default: "", Usage: "ground-truth field holding a problem's checker (its code, or {\"code\", \"language\"}), run on each output with input.txt, output.txt, answer.txt; e.g. checker (default: none, as verl)"},
-		{Key: "audit", Flag: "audit", Default: false, Usage: "probe every passing case for known loopholes (exit before the asserts, a fn_name function that raised, reading the answer from disk, a compared value equal to anything) and list flagged responses in the summary and --cases-out; one extra request per passing case (Python only)"},
-		{Key: "audit_fail", Flag: "audit-fail", Default: false, Usage: "with --audit, score flagged responses 0 (default: keep verl's reward)"},
-		{Key: "no_dedup", Flag: "no-dedup", Default: false, Usage: "send every execution, even one identical (code, stdin, language, limits) to one this run already sent (verdicts are the same)"},
-		{Key: "cache", Flag: "cache", Default: "", Usage: "directory of a result cache shared across runs (content-addressed; safe for concurrent runs); off when empty"},
-		{Key: "cache_key", Flag: "cache-key", Default: "", Usage: "the sandbox's identity in cache keys (default: the embedded sandbox's toolchain versions, or the set of sandbox URLs)"},
-		{Key: "cache_timeouts", Flag: "cache-timeouts", Default: false, Usage: "also cache timeouts (-3, and -4 from compile timeouts); infrastructure errors (-1) are never cached"},
-		{Key: "cache_max_mb", Flag: "cache-max-mb", Default: 1024, Usage: "size bound of the cache directory, in MB (the oldest entries go first)"},
-		{Key: "response_key", Flag: "response-key", Default: "responses", Usage: "column holding the responses (a list of strings or one string)"},
-		{Key: "data_source_key", Flag: "data-source-key", Default: "data_source", Usage: "column holding the data source"},
-		{Key: "ground_truth_key", Flag: "ground-truth-key", Default: "reward_model.ground_truth", Usage: "dotted path of the ground truth"},
-		{Key: "data_source", Flag: "data-source", Default: "", Usage: "data source for rows that have none (rollout dumps)"},
-		{Key: "language_key", Flag: "language-key", Default: "", Usage: "dotted path of a per-row language (a string, or a list aligned with the responses) that overrides --language, e.g. extra_info.response_languages"},
-		{Key: "infra_errors", Flag: "infra-errors", Default: "score", Usage: "responses with infrastructure failures: score (count them, as verl) or mask (leave them out of the means)"},
-		{Key: "max_infra_errors", Flag: "max-infra-errors", Default: 0.05, Usage: "fail (exit 1, after writing the output) when more than this fraction of the responses sent met an infrastructure error; all of them failing always does"},
-		{Key: "max_input_errors", Flag: "max-input-errors", Default: 0.2, Usage: "fail (exit 1, after writing the output) when more than this fraction of the responses could not be run for an input reason (a bad row, a ground truth that does not parse: often a wrong --ground-truth-key)"},
-		{Key: "pass_k", Flag: "pass-k", Default: "", Usage: "the k of pass@k in the summary, separated by commas, e.g. 1,5,10,100 (each over the prompts with at least k responses; the summary says how many); default 1 and the powers of two"},
-		{Key: "cases_out_max_text", Flag: "cases-out-max-text", Default: 4096, Usage: "bytes of stdout/stderr kept per case in --cases-out"},
-		{Key: "retry_overload", Flag: "retry-overload", Default: true, Usage: "retry 429, 503 and refused/reset connections with backoff"},
-		{Key: "retry_sandbox_errors", Flag: "retry-sandbox-errors", Default: 1, Usage: "attempts in all for a SandboxError answer (1 = no retry, as verl)"},
-		{Key: "local_concurrency", Flag: "local-concurrency", Default: runtime.NumCPU(), Usage: "programs run at once by the embedded sandbox"},
-		{Key: "isolation", Flag: "isolation", Default: "auto", Usage: "embedded sandbox isolation: auto (all the kernel allows), basic (no filesystem view, PID or IPC namespace per run) or none"},
-		{Key: "ruby_stack_mb", Flag: "ruby-stack-mb", Default: 0, Usage: "embedded sandbox: stack limit of Ruby runs in MB; 0 sets it to the memory limit as SandboxFusion does, where Ruby cannot start and every Ruby program scores 0 in verl too; 8 lets Ruby run (verdicts then differ from verl's)"},
-		{Key: "fast_paths", Flag: "fast-paths", Default: true, Usage: "embedded sandbox: fork Python runs from a pre-started interpreter, compile C++ against a precompiled bits/stdc++.h and start javac from a class-data archive (same verdicts; false starts and compiles each plainly)"},
+		{Key: "max_concurrent", Default: 64, Commands: scoring, Set: to(func(c *Config) *int { return &c.Engine.MaxConcurrent }, positive[int]("max_concurrent")),
+			Usage: "requests in flight across all responses and cases"},
+		{Key: "timeout", Default: 10.0, Commands: scoring, Set: to(func(c *Config) *float64 { return &c.Engine.Timeout }, positive[float64]("timeout")),
+			Usage: "compile and run timeout of each case, in seconds"},
+		{Key: "memory_limit_mb", Default: 1024, Commands: scoring, Set: to(func(c *Config) *int { return &c.Engine.MemoryLimitMB }, positive[int]("memory_limit_mb")),
+			Usage: "memory limit of each case, in MB"},
+		{Key: "mode", Default: "auto", Commands: scoring, Set: parsed(func(c *Config, s string) (err error) { c.Engine.Mode, err = score.ParseMode(s); return }),
+			Usage: "scoring mode: auto (verl's routing by data source), continuous or all"},
+		{Key: "language", Default: "python", Commands: scoring, Set: to(func(c *Config) *string { return &c.Engine.Language }),
+			Usage: "language of every solution (verl sends python), or auto to take it from the code fence"},
+		{Key: "extract", Default: "verl", Commands: scoring, Set: parsed(func(c *Config, s string) (err error) { c.Engine.Extract, err = testcases.ParseRule(s); return }),
+			Usage: "code extraction rule: verl or prime"},
+		{Key: "no_compile_skip", Default: false, Commands: scoring, Set: to(func(c *Config) *bool { return &c.Engine.NoCompileSkip }),
+			Usage: "send every case even after a compile error (verdicts are the same)"},
+		{Key: "compare", Default: "exact", Commands: scoring, Set: parsed(func(c *Config, s string) (err error) { c.Engine.Compare, err = testcases.ParseComparison(s); return }),
+			Usage: "how stdout meets the expected output: exact (verl's rule), lines (trailing whitespace of each line ignored), tokens (whitespace-separated tokens; fn_name results as values), float[:TOL] (tokens, numbers within TOL absolute or relative, default 1e-6), rows[:TOL] (result sets: lines are rows, | separates cells, rows in any order, numbers within TOL); other than exact, each row also gets reward_exact"},
+		{Key: "checker_key", Default: "", Commands: scoring, Set: to(func(c *Config) *string { return &c.Engine.CheckerKey }),
+			Usage: "ground-truth field holding a problem's checker (its code, or {\"code\", \"language\"}), run on each output with input.txt, output.txt, answer.txt; e.g. checker (default: none, as verl)"},
+		{Key: "audit", Default: false, Commands: scoring, Set: to(func(c *Config) *bool { return &c.Engine.Audit }),
+			Usage: "probe every passing case for known loopholes (exit before the asserts, a fn_name function that raised, reading the answer from disk, a compared value equal to anything) and list flagged responses in the summary and --cases-out; one extra request per passing case (Python only)"},
+		{Key: "audit_fail", Default: false, Commands: scoring, Set: to(func(c *Config) *bool { return &c.Engine.AuditFail }),
+			Usage: "with --audit, score flagged responses 0 (default: keep verl's reward)"},
+		{Key: "no_dedup", Default: false, Commands: scoring, Set: to(func(c *Config) *bool { return &c.Engine.NoDedup }),
+			Usage: "send every execution, even one identical (code, stdin, language, limits) to one this run already sent (verdicts are the same)"},
+		{Key: "cache", Default: "", Commands: scoring, Set: to(func(c *Config) *string { return &c.Cache }),
+			Usage: "directory of a result cache shared across runs (content-addressed; safe for concurrent runs); off when empty"},
+		{Key: "cache_key", Default: "", Commands: scoring, Set: to(func(c *Config) *string { return &c.CacheKey }),
+			Usage: "the sandbox's identity in cache keys (default: the embedded sandbox's toolchain versions, or the set of sandbox URLs)"},
+		{Key: "cache_timeouts", Default: false, Commands: scoring, Set: to(func(c *Config) *bool { return &c.Engine.CacheTimeouts }),
+			Usage: "also cache timeouts (-3, and -4 from compile timeouts); infrastructure errors (-1) are never cached"},
+		{Key: "cache_max_mb", Default: 1024, Commands: scoring, Set: to(func(c *Config) *int { return &c.CacheMaxMB }, positive[int]("cache_max_mb")),
+			Usage: "size bound of the cache directory, in MB (the oldest entries go first)"},
+		{Key: "response_key", Default: "responses", Commands: rows, Set: to(func(c *Config) *string { return &c.Reader.ResponseKey }),
+			Usage: "column holding the responses (a list of strings or one string)"},
+		{Key: "data_source_key", Default: "data_source", Commands: rows | Diff, Set: parsed(func(c *Config, s string) error {
+			c.Reader.RequireDataSource = s != rollout.DefaultOptions().DataSourceKey // chosen, not defaulted
+			c.Reader.DataSourceKey = s
+			return nil
+		}), Usage: "column holding the data source"},
+		{Key: "ground_truth_key", Default: "reward_model.ground_truth", Commands: rows, Set: to(func(c *Config) *string { return &c.Reader.GroundTruthKey }),
+			Usage: "dotted path of the ground truth"},
+		{Key: "data_source", Default: "", Commands: rows, Set: to(func(c *Config) *string { return &c.DataSource }),
+			Usage: "data source for rows that have none (rollout dumps)"},
+		{Key: "language_key", Default: "", Commands: rows, Set: to(func(c *Config) *string { return &c.Reader.LanguageKey }),
+			Usage: "dotted path of a per-row language (a string, or a list aligned with the responses) that overrides --language, e.g. extra_info.response_languages"},
+		{Key: "infra_errors", Default: "score", Commands: Run, Set: parsed(func(c *Config, s string) error {
+			c.MaskInfra = s == "mask"
+			return oneOf("infra_errors", "score", "mask")(s)
+		}), Usage: "responses with infrastructure failures: score (count them, as verl) or mask (leave them out of the means)"},
+		{Key: "max_infra_errors", Default: 0.05, Commands: Run, Set: to(func(c *Config) *float64 { return &c.MaxInfraErrors }, fraction("max_infra_errors")),
+			Usage: "fail (exit 1, after writing the output) when more than this fraction of the responses sent met an infrastructure error; all of them failing always does"},
+		{Key: "max_input_errors", Default: 0.2, Commands: Run, Set: to(func(c *Config) *float64 { return &c.MaxInputErrors }, fraction("max_input_errors")),
+			Usage: "fail (exit 1, after writing the output) when more than this fraction of the responses could not be run for an input reason (a bad row, a ground truth that does not parse: often a wrong --ground-truth-key)"},
+		{Key: "pass_k", Default: "", Commands: Run, Set: parsed(func(c *Config, s string) (err error) { c.PassK, err = job.ParsePassK(s); return }),
+			Usage: "the k of pass@k in the summary, separated by commas, e.g. 1,5,10,100 (each over the prompts with at least k responses; the summary says how many); default 1 and the powers of two"},
+		{Key: "cases_out_max_text", Default: 4096, Commands: Run, Set: to(func(c *Config) *int { return &c.CasesOutMaxText }),
+			Usage: "bytes of stdout/stderr kept per case in --cases-out"},
+		{Key: "retry_overload", Default: true, Commands: scoring, Set: to(func(c *Config) *bool { return &c.RetryOverload }),
+			Usage: "retry 429, 503 and refused/reset connections with backoff"},
+		{Key: "retry_sandbox_errors", Default: 1, Commands: scoring, Set: to(func(c *Config) *int { return &c.RetrySandboxErrors }, func(n int) error {
+			if n < 1 {
+				return fmt.Errorf("retry_sandbox_errors must be at least 1, got %d", n)
+			}
+			return nil
+		}), Usage: "attempts in all for a SandboxError answer (1 = no retry, as verl)"},
+		{Key: "local_concurrency", Default: runtime.NumCPU(), Commands: scoring, Set: to(func(c *Config) *int { return &c.Sandbox.Concurrency }, positive[int]("local_concurrency")),
+			Usage: "programs run at once by the embedded sandbox"},
+		{Key: "isolation", Default: "auto", Commands: scoring | Serve, Set: parsed(func(c *Config, s string) (err error) { c.Sandbox.Isolation, err = sandbox.ParseIsolation(s); return }),
+			Usage: "embedded sandbox isolation: auto (all the kernel allows), basic (no filesystem view, PID or IPC namespace per run) or none"},
+		{Key: "ruby_stack_mb", Default: 0, Commands: scoring | Serve, Set: to(func(c *Config) *int { return &c.Sandbox.RubyStackMB }, func(n int) error {
+			if n < 0 {
+				return fmt.Errorf("ruby_stack_mb must be 0 (the memory limit, as SandboxFusion) or a size in MB, got %d", n)
+			}
+			return nil
+		}), Usage: "embedded sandbox: stack limit of Ruby runs in MB; 0 sets it to the memory limit as SandboxFusion does, where Ruby cannot start and every Ruby program scores 0 in verl too; 8 lets Ruby run (verdicts then differ from verl's)"},
+		{Key: "fast_paths", Default: true, Commands: scoring | Serve, Set: parsed2(func(c *Config, on bool) { c.Sandbox.NoFastPaths = !on }),
+			Usage: "embedded sandbox: fork Python runs from a pre-started interpreter, compile C++ against a precompiled bits/stdc++.h and start javac from a class-data archive (same verdicts; false starts and compiles each plainly)"},
 	}
+}
+
+// parsed2 stores a bool through set.
+func parsed2(set func(c *Config, on bool)) func(*Config, any) error {
+	return func(c *Config, v any) error { set(c, v.(bool)); return nil }
 }
 
 // flagAliases are old flag names still accepted, mapped to the current
@@ -130,35 +244,30 @@ const envPrefix = "VERL_SCORE"
 type Loader struct {
 	v     *viper.Viper
 	flags *pflag.FlagSet
-	keys  map[string]bool
+	cmd   Command
 }
 
-// AddFlags registers the flags of the given keys on fs and returns a
-// Loader that reads them. Keys not given still load from env, file and
-// defaults.
-func AddFlags(fs *pflag.FlagSet, keys ...string) *Loader {
-	l := &Loader{v: viper.New(), flags: fs, keys: map[string]bool{}}
-	want := map[string]bool{}
-	for _, k := range keys {
-		want[k] = true
-	}
+// AddFlags registers on fs the flags of the settings that cmd has, and
+// returns a Loader that reads them. The other settings still load from
+// the environment, the file and the defaults.
+func AddFlags(fs *pflag.FlagSet, cmd Command) *Loader {
+	l := &Loader{v: viper.New(), flags: fs, cmd: cmd}
 	for _, s := range Settings() {
 		l.v.SetDefault(s.Key, s.Default)
-		if !want[s.Key] {
+		if !l.has(s) {
 			continue
 		}
-		l.keys[s.Key] = true
 		switch d := s.Default.(type) {
 		case string:
-			fs.String(s.Flag, d, s.Usage)
+			fs.String(s.Flag(), d, s.Usage)
 		case int:
-			fs.Int(s.Flag, d, s.Usage)
+			fs.Int(s.Flag(), d, s.Usage)
 		case float64:
-			fs.Float64(s.Flag, d, s.Usage)
+			fs.Float64(s.Flag(), d, s.Usage)
 		case bool:
-			fs.Bool(s.Flag, d, s.Usage)
+			fs.Bool(s.Flag(), d, s.Usage)
 		case []string:
-			fs.StringArray(s.Flag, d, s.Usage)
+			fs.StringArray(s.Flag(), d, s.Usage)
 		}
 	}
 	fs.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
@@ -171,13 +280,16 @@ func AddFlags(fs *pflag.FlagSet, keys ...string) *Loader {
 	return l
 }
 
+// has reports whether the loader's command has s as a flag.
+func (l *Loader) has(s Setting) bool { return s.Commands&l.cmd != 0 }
+
 // Load resolves the configuration. A config file named by --config must
 // exist; without --config, ./verl-score.yaml is read when present.
 func (l *Loader) Load() (*Config, error) {
 	v := l.v
 	for _, s := range Settings() {
-		if l.keys[s.Key] {
-			if err := v.BindPFlag(s.Key, l.flags.Lookup(s.Flag)); err != nil {
+		if l.has(s) {
+			if err := v.BindPFlag(s.Key, l.flags.Lookup(s.Flag())); err != nil {
 				return nil, err
 			}
 		}
@@ -203,25 +315,60 @@ func (l *Loader) Load() (*Config, error) {
 			return nil, &fileError{err}
 		}
 	}
-	var c Config
-	if err := v.Unmarshal(&c); err != nil {
+	c := &Config{Engine: score.DefaultOptions(), Reader: rollout.DefaultOptions()}
+	var errs []error
+	fileFault := false
+	for _, s := range Settings() {
+		if err := l.set(c, s); err != nil {
+			if !strings.Contains(err.Error(), s.Key) {
+				err = fmt.Errorf("%s: %w", s.Key, err)
+			}
+			errs = append(errs, &ValueError{Key: s.Key, Err: err})
+			fileFault = fileFault || strings.HasPrefix(l.Source(s.Key), "file ")
+		}
+	}
+	err := errors.Join(errs...)
+	if fileFault {
+		// Values from the file that are out of range are the file's fault.
 		return nil, &fileError{fmt.Errorf("config file %s: %w", path, err)}
 	}
-	if err := c.Validate(); err != nil {
-		// Out-of-range values that came from the file are the file's fault.
-		var ves []error
-		if j, ok := err.(interface{ Unwrap() []error }); ok {
-			ves = j.Unwrap()
-		}
-		for _, e := range ves {
-			var ve *ValueError
-			if errors.As(e, &ve) && strings.HasPrefix(l.Source(ve.Key), "file ") {
-				return nil, &fileError{fmt.Errorf("config file %s: %w", path, err)}
-			}
-		}
+	if err != nil {
 		return nil, err
 	}
-	return &c, nil
+	return c, nil
+}
+
+// set converts the resolved value of s to its type and stores it.
+func (l *Loader) set(c *Config, s Setting) error {
+	raw := l.v.Get(s.Key)
+	var v any
+	var err error
+	switch s.Default.(type) {
+	case string:
+		v, err = cast.ToStringE(raw)
+	case int:
+		v, err = cast.ToIntE(raw)
+	case float64:
+		v, err = cast.ToFloat64E(raw)
+	case bool:
+		v, err = cast.ToBoolE(raw)
+	case []string:
+		if str, ok := raw.(string); ok { // an environment variable: commas separate
+			var list []string
+			for _, e := range strings.Split(str, ",") {
+				if e = strings.TrimSpace(e); e != "" {
+					list = append(list, e)
+				}
+			}
+			v = list
+		} else {
+			v, err = cast.ToStringSliceE(raw)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%s: want a %T, got %v", s.Key, s.Default, raw)
+	}
+	return s.Set(c, v)
 }
 
 // checkFileKeys fails on a key of the config file that is no setting,
@@ -310,68 +457,12 @@ type fileError struct{ err error }
 func (e *fileError) Error() string   { return e.err.Error() }
 func (e *fileError) Unwrap() []error { return []error{e.err, ErrConfigFile} }
 
-// Validate checks values that have a fixed set of choices or a range.
-func (c *Config) Validate() error {
-	var errs []error
-	if c.MaxConcurrent <= 0 {
-		errs = append(errs, &ValueError{Key: "max_concurrent", Err: fmt.Errorf("max_concurrent must be positive, got %d", c.MaxConcurrent)})
-	}
-	if c.Timeout <= 0 {
-		errs = append(errs, &ValueError{Key: "timeout", Err: fmt.Errorf("timeout must be positive, got %g", c.Timeout)})
-	}
-	if c.MemoryLimitMB <= 0 {
-		errs = append(errs, &ValueError{Key: "memory_limit_mb", Err: fmt.Errorf("memory_limit_mb must be positive, got %d", c.MemoryLimitMB)})
-	}
-	if c.LocalConcurrency <= 0 {
-		errs = append(errs, &ValueError{Key: "local_concurrency", Err: fmt.Errorf("local_concurrency must be positive, got %d", c.LocalConcurrency)})
-	}
-	if c.CacheMaxMB <= 0 {
-		errs = append(errs, &ValueError{Key: "cache_max_mb", Err: fmt.Errorf("cache_max_mb must be positive, got %d", c.CacheMaxMB)})
-	}
-	if c.RetrySandboxErrors <= 0 {
-		errs = append(errs, &ValueError{Key: "retry_sandbox_errors", Err: fmt.Errorf("retry_sandbox_errors must be at least 1, got %d", c.RetrySandboxErrors)})
-	}
-	oneOf := func(key, val string, choices ...string) {
-		for _, ch := range choices {
-			if val == ch {
-				return
-			}
-		}
-		errs = append(errs, &ValueError{Key: key, Err: fmt.Errorf("%s must be one of %s, got %q", key, strings.Join(choices, ", "), val)})
-	}
-	oneOf("mode", c.Mode, "auto", "continuous", "all")
-	oneOf("extract", c.Extract, "verl", "prime")
-	oneOf("infra_errors", c.InfraErrors, "score", "mask")
-	if c.MaxInfraErrors < 0 || c.MaxInfraErrors > 1 {
-		errs = append(errs, &ValueError{Key: "max_infra_errors", Err: fmt.Errorf("max_infra_errors must be a fraction from 0 to 1, got %g", c.MaxInfraErrors)})
-	}
-	if c.MaxInputErrors < 0 || c.MaxInputErrors > 1 {
-		errs = append(errs, &ValueError{Key: "max_input_errors", Err: fmt.Errorf("max_input_errors must be a fraction from 0 to 1, got %g", c.MaxInputErrors)})
-	}
-	for _, f := range strings.Split(c.PassK, ",") {
-		if f = strings.TrimSpace(f); f == "" && strings.TrimSpace(c.PassK) == "" {
-			break
-		}
-		if k, err := strconv.Atoi(f); err != nil || k < 1 {
-			errs = append(errs, &ValueError{Key: "pass_k", Err: fmt.Errorf("pass_k: want positive whole numbers separated by commas, such as 1,5,10,100; got %q", c.PassK)})
-			break
-		}
-	}
-	oneOf("isolation", c.LocalIsolation, "auto", "basic", "none")
-	if c.RubyStackMB < 0 {
-		errs = append(errs, &ValueError{Key: "ruby_stack_mb", Err: fmt.Errorf("ruby_stack_mb must be 0 (the memory limit, as SandboxFusion) or a size in MB, got %d", c.RubyStackMB)})
-	}
-	return errors.Join(errs...)
-}
-
 // Source says where the value of key came from.
 func (l *Loader) Source(key string) string {
-	if l.keys[key] {
-		for _, s := range Settings() {
-			if s.Key == key {
-				if f := l.flags.Lookup(s.Flag); f != nil && f.Changed {
-					return "flag --" + s.Flag
-				}
+	for _, s := range Settings() {
+		if s.Key == key && l.has(s) {
+			if f := l.flags.Lookup(s.Flag()); f != nil && f.Changed {
+				return "flag --" + s.Flag()
 			}
 		}
 	}

@@ -10,12 +10,13 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+	"github.com/verl-score/verl-score/score"
 )
 
 func load(t *testing.T, args []string) (*Config, *Loader, error) {
 	t.Helper()
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	l := AddFlags(fs, "sandbox_url", "max_concurrent", "timeout", "mode")
+	l := AddFlags(fs, Run)
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
@@ -39,12 +40,12 @@ func TestPrecedence(t *testing.T) {
 		key, source string
 		got, want   any
 	}{
-		{"mode", "flag --mode", c.Mode, "continuous"},
-		{"timeout", "env VERL_SCORE_TIMEOUT", c.Timeout, 5.0},
-		{"max_concurrent", "file " + file, c.MaxConcurrent, 7},
-		{"memory_limit_mb", "file " + file, c.MemoryLimitMB, 512},
+		{"mode", "flag --mode", c.Engine.Mode, score.ModeContinuous},
+		{"timeout", "env VERL_SCORE_TIMEOUT", c.Engine.Timeout, 5.0},
+		{"max_concurrent", "file " + file, c.Engine.MaxConcurrent, 7},
+		{"memory_limit_mb", "file " + file, c.Engine.MemoryLimitMB, 512},
 		{"sandbox_url", "env SANDBOX_FUSION_URL", strings.Join(c.SandboxURL, ","), "http://127.0.0.1:9/run_code"},
-		{"language", "default", c.Language, "python"},
+		{"language", "default", c.Engine.Language, "python"},
 	}
 	for _, ck := range checks {
 		if ck.got != ck.want {
@@ -136,47 +137,63 @@ func TestConfigFileFaults(t *testing.T) {
 	}
 }
 
-// The flag of a setting is its key with dashes; the old --memory-limit
-// still works.
-func TestFlagsMatchKeys(t *testing.T) {
-	for _, s := range Settings() {
-		if s.Flag != strings.ReplaceAll(s.Key, "_", "-") {
-			t.Errorf("key %s has flag --%s", s.Key, s.Flag)
-		}
-	}
+// The old --memory-limit still works.
+func TestFlagAlias(t *testing.T) {
 	for _, flag := range []string{"--memory-limit", "--memory-limit-mb"} {
 		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-		l := AddFlags(fs, "memory_limit_mb")
+		l := AddFlags(fs, Run)
 		if err := fs.Parse([]string{flag, "300"}); err != nil {
 			t.Fatal(err)
 		}
 		c, err := l.Load()
-		if err != nil || c.MemoryLimitMB != 300 {
+		if err != nil || c.Engine.MemoryLimitMB != 300 {
 			t.Errorf("%s 300: got %v, %v", flag, c, err)
 		}
 	}
 }
 
-// Config's fields and Settings are one list: a field without a setting has
-// no flag, env name or config output, a setting without a field is lost.
-func TestEveryFieldHasASetting(t *testing.T) {
-	keys := map[string]bool{}
-	for _, s := range Settings() {
-		keys[s.Key] = true
+// Each setting is declared once and reaches the Config: given through its
+// environment variable a value other than its default, the loaded Config
+// differs from the defaults' (a setting whose Set stores nothing fails).
+// Every setting is one of run's (`verl-score config` shows run's).
+func TestEverySettingReachesTheConfig(t *testing.T) {
+	other := map[string]string{ // values of the settings whose default cannot be bumped blindly
+		"mode": "all", "extract": "prime", "compare": "tokens", "data_source_key": "src", "infra_errors": "mask",
+		"pass_k": "1,3", "isolation": "none", "language": "cpp",
 	}
-	ct := reflect.TypeOf(Config{})
-	fields := map[string]bool{}
-	for i := range ct.NumField() {
-		tag := ct.Field(i).Tag.Get("mapstructure")
-		fields[tag] = true
-		if !keys[tag] {
-			t.Errorf("Config.%s (%q) has no entry in Settings", ct.Field(i).Name, tag)
-		}
+	base, _, err := load(t, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for k := range keys {
-		if !fields[k] {
-			t.Errorf("setting %q has no Config field", k)
+	for _, st := range Settings() {
+		if st.Commands&Run == 0 {
+			t.Errorf("setting %q is not one of run's", st.Key)
 		}
+		val, ok := other[st.Key]
+		if !ok {
+			switch d := st.Default.(type) {
+			case string:
+				val = d + "x"
+			case int:
+				val = fmt.Sprint(d + 3)
+			case float64:
+				val = fmt.Sprint(d / 2)
+			case bool:
+				val = fmt.Sprint(!d)
+			case []string:
+				val = "http://h/run_code"
+			}
+		}
+		t.Run(st.Key, func(t *testing.T) {
+			t.Setenv(envName(st.Key), val)
+			c, _, err := load(t, nil)
+			if err != nil {
+				t.Fatalf("%s=%s: %v", envName(st.Key), val, err)
+			}
+			if reflect.DeepEqual(c, base) {
+				t.Errorf("%s=%s left the Config as the defaults have it", envName(st.Key), val)
+			}
+		})
 	}
 }
 
@@ -189,7 +206,7 @@ func TestListSettingsAndRedaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	l := AddFlags(fs, "sandbox_url", "sandbox_header")
+	l := AddFlags(fs, Run)
 	if err := fs.Parse([]string{"--config", file}); err != nil {
 		t.Fatal(err)
 	}

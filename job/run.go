@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -96,17 +97,33 @@ func DefaultOutput(input string) string {
 }
 
 // runFingerprint identifies the options that change what a row's record
-// holds; a journal written under other values cannot be resumed. A new
-// option of score.Options or rollout.Options must be classified in
-// TestFingerprintCoversEveryOption.
+// holds; a journal written under other values cannot be resumed. Every
+// field of score.Options and rollout.Options counts unless tagged
+// fingerprint:"-", so a new option is safe by default.
 func runFingerprint(eo score.Options, opts Options) string {
 	shard := ""
 	if opts.Shard != nil {
 		shard = opts.Shard.String()
 	}
-	return fingerprint(eo.Mode, eo.Language, eo.Extract, eo.Timeout,
-		eo.MemoryLimitMB, opts.Reader.ResponseKey, opts.Reader.DataSourceKey, opts.Reader.GroundTruthKey,
-		opts.Reader.LanguageKey, opts.DataSource, opts.CasesOut != "", shard, eo.Compare, eo.CheckerKey, eo.Audit, eo.AuditFail)
+	return fingerprint(recorded(eo), recorded(opts.Reader), opts.DataSource, opts.CasesOut != "", shard)
+}
+
+// recorded lists the fields of an options struct that are not tagged
+// fingerprint:"-" (callbacks and interfaces, which have no value to
+// record, are left out too).
+func recorded(opts any) []any {
+	v := reflect.ValueOf(opts)
+	var out []any
+	for i := range v.NumField() {
+		switch v.Field(i).Kind() {
+		case reflect.Func, reflect.Interface, reflect.Chan:
+			continue
+		}
+		if v.Type().Field(i).Tag.Get("fingerprint") != "-" {
+			out = append(out, v.Field(i).Interface())
+		}
+	}
+	return out
 }
 
 // ResolveOutput is the output path for -o output: "" gives

@@ -68,6 +68,8 @@ func (e *MissingColumnError) Error() string {
 func (e *MissingColumnError) Is(target error) bool { return target == ErrMissingColumn }
 
 // Options says where the scorer's inputs are found in a row.
+// Fields tagged fingerprint:"-" do not change what a scored row holds;
+// the others are part of a run's journal fingerprint (job).
 type Options struct {
 	// ResponseKey names the response column: a list of strings (verl's
 	// generation output) or a single string. Default "responses".
@@ -77,13 +79,13 @@ type Options struct {
 	// RequireDataSource makes a DataSourceKey absent from the input an
 	// error (ErrMissingColumn) rather than rows without a data source; set
 	// it when the key was chosen, not defaulted.
-	RequireDataSource bool
+	RequireDataSource bool `fingerprint:"-"`
 	// GroundTruthKey is a dotted path to the ground truth through nested
 	// structs or objects. Default "reward_model.ground_truth".
 	GroundTruthKey string
 	// ScoreKey names an optional reference score column, scalar or a list
 	// aligned with the responses. Default "score".
-	ScoreKey string
+	ScoreKey string `fingerprint:"-"`
 	// LanguageKey, when set, is a dotted path to each row's language: a
 	// string for all its responses, or a list of strings aligned with them
 	// (e.g. extra_info.response_languages). Default: none.
@@ -91,12 +93,12 @@ type Options struct {
 	// IDKey, when set, is a dotted path to each row's id: diff matches the
 	// rows of two outputs by it. Unset, rows are matched by a digest of
 	// their prompt and ground truth (see ScoredRow.Identity).
-	IDKey string
+	IDKey string `fingerprint:"-"`
 	// BatchRows is the number of rows per batch. Default 512.
-	BatchRows int
+	BatchRows int `fingerprint:"-"`
 	// Warn, when set, receives warnings that do not stop reading, such as
 	// files skipped in a dump directory.
-	Warn func(msg string)
+	Warn func(msg string) `fingerprint:"-"`
 }
 
 // DefaultOptions returns the options matching verl's defaults.

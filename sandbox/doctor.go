@@ -192,7 +192,7 @@ func (l *Local) RunnableLanguages() []string {
 // IsolationSummary names the mode and the protections in force, for a
 // start line: "auto (view, pid, net, user per run, cgroup v1)".
 func (l *Local) IsolationSummary() string {
-	mode := map[IsolationMode]string{IsolationAuto: "auto", IsolationBasic: "basic", IsolationNone: "none"}[l.opts.Isolation]
+	mode := l.opts.Isolation.String()
 	var in []string
 	if l.j.Iso.Contained {
 		in = append(in, "filesystem view", "PID and IPC namespaces")

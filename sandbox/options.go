@@ -53,6 +53,17 @@ func ParseIsolation(name string) (IsolationMode, error) {
 	return 0, fmt.Errorf("isolation must be auto, basic or none, got %q", name)
 }
 
+// String is the mode's name, as ParseIsolation reads it.
+func (m IsolationMode) String() string {
+	switch m {
+	case IsolationNone:
+		return "none"
+	case IsolationBasic:
+		return "basic"
+	}
+	return "auto"
+}
+
 // DefaultMaxOutputBytes is how much of each of stdout and stderr a run keeps.
 const DefaultMaxOutputBytes = 1 << 20
 

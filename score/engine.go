@@ -43,7 +43,7 @@ func ParseMode(s string) (Mode, error) {
 	case "all":
 		return ModeAll, nil
 	}
-	return 0, fmt.Errorf("unknown scoring mode %q (want auto, continuous or all)", s)
+	return 0, fmt.Errorf("mode must be one of auto, continuous, all, got %q", s)
 }
 
 func (m Mode) String() string {
@@ -75,9 +75,12 @@ func (m Mode) Continuous(dataSource string) bool {
 // LanguageAuto takes each solution's language from its code fence.
 const LanguageAuto = "auto"
 
-// Options configure an Engine.
+// Options configure an Engine. A field that does not change what a
+// solution's result holds is tagged fingerprint:"-"; every other field is
+// part of a run's journal fingerprint (job), so that a resume under
+// another value is refused.
 type Options struct {
-	MaxConcurrent int     // requests in flight across all solutions (verl: 64)
+	MaxConcurrent int     `fingerprint:"-"` // requests in flight across all solutions (verl: 64)
 	Timeout       float64 // compile and run timeout of each case, seconds (verl: 10)
 	MemoryLimitMB int     // verl: 1024
 	Mode          Mode
@@ -85,18 +88,18 @@ type Options struct {
 	Extract       testcases.Rule // code extraction rule
 	// NoCompileSkip sends every case even after a compile error, as verl
 	// does; the verdicts are the same either way.
-	NoCompileSkip bool
+	NoCompileSkip bool `fingerprint:"-"`
 	// NoDedup sends every execution, even one identical to an execution
 	// of this run (same code as sent, stdin, language, timeouts, memory
 	// limit) whose answer could be shared; the verdicts are the same
 	// either way.
-	NoDedup bool
+	NoDedup bool `fingerprint:"-"`
 	// Cache, when set, keeps answers across runs: an execution found in
 	// it is not sent. Only answers of deterministic verdicts are stored:
 	// never an infrastructure error (-1), a timeout (-3) or a compile
 	// timeout (-4, compile_timeout) only with CacheTimeouts.
-	Cache         Cache
-	CacheTimeouts bool
+	Cache         Cache `fingerprint:"-"`
+	CacheTimeouts bool  `fingerprint:"-"`
 	// Compare is how stdout meets the expected output; the zero value is
 	// verl's exact rule. With another mode every case also keeps its
 	// exact verdict (Result.ScoreExact).
@@ -111,7 +114,7 @@ type Options struct {
 	// Window bounds the solutions in progress (dispatched but not yet
 	// emitted); it keeps memory flat however long the input is. Default
 	// 4*MaxConcurrent, at least 64.
-	Window int
+	Window int `fingerprint:"-"`
 }
 
 // DefaultOptions are verl's defaults.
@@ -284,6 +287,7 @@ func New(client sandboxclient.Client, opts Options) (*Engine, error) {
 	if opts.Language == "" {
 		opts.Language = "python"
 	}
+	opts.Audit = opts.Audit || opts.AuditFail
 	if opts.Window <= 0 {
 		opts.Window = max(4*opts.MaxConcurrent, 64)
 	}

@@ -1,6 +1,7 @@
 package testcases
 
 import (
+	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -20,6 +21,17 @@ const (
 	// has no fence at all).
 	RulePRIME
 )
+
+// ParseRule reads a rule's name: verl or prime.
+func ParseRule(name string) (Rule, error) {
+	switch name {
+	case "verl":
+		return RuleVerl, nil
+	case "prime":
+		return RulePRIME, nil
+	}
+	return 0, fmt.Errorf("extract must be one of verl, prime, got %q", name)
+}
 
 const (
 	fence       = "```"
