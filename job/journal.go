@@ -103,9 +103,10 @@ func fingerprint(parts ...any) string {
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
-// A finished row reaches the disk (write, flush, fsync) within
-// journalSyncEvery, or sooner once journalSyncRows rows are waiting, so a
-// kill -9 loses at most that much finished work.
+// A finished row is written to the file at once, so a kill -9 of the
+// process loses none (the kernel holds what was written); it reaches the
+// disk (fsync) within journalSyncEvery, or sooner once journalSyncRows rows
+// are waiting, so a crash of the machine loses at most that much.
 const (
 	journalSyncEvery = time.Second
 	journalSyncRows  = 256
@@ -196,6 +197,9 @@ func (j *journal) write(v any) error {
 		return j.err
 	}
 	if _, err := j.w.Write(b); err != nil {
+		return fmt.Errorf("journal %s: %w", j.path, err)
+	}
+	if err := j.w.Flush(); err != nil {
 		return fmt.Errorf("journal %s: %w", j.path, err)
 	}
 	j.pending++
