@@ -53,17 +53,17 @@ type responseRecord struct {
 	Statuses    []string `json:"statuses"`
 	Err         *string  `json:"error,omitempty"`
 	// InputErr: Err is the input's fault (a bad row or ground truth).
-	InputErr bool   `json:"input_error,omitempty"`
-	Requests int    `json:"requests,omitempty"`
-	Saved    int    `json:"saved,omitempty"`
-	Deduped  int    `json:"deduped,omitempty"`
-	Cached   int    `json:"cached,omitempty"`
-	Retries  int    `json:"retries,omitempty"`
-	Infra    bool   `json:"infra,omitempty"`
+	InputErr bool `json:"input_error,omitempty"`
+	Requests int  `json:"requests,omitempty"`
+	Saved    int  `json:"saved,omitempty"`
+	Deduped  int  `json:"deduped,omitempty"`
+	Cached   int  `json:"cached,omitempty"`
+	Retries  int  `json:"retries,omitempty"`
+	Infra    bool `json:"infra,omitempty"`
 	// FirstInfra is the message of the response's first infrastructure
 	// failure that has one.
 	FirstInfra string `json:"first_infra,omitempty"`
-	Language string `json:"language,omitempty"`
+	Language   string `json:"language,omitempty"`
 	// StarvedReruns counts the requests the embedded sandbox ran again
 	// because a step was starved for a CPU.
 	StarvedReruns int `json:"starved_reruns,omitempty"`
