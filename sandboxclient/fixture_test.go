@@ -5,8 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-
-	. "github.com/verl-score/verl-score/sandboxclient"
 )
 
 // protocolDir holds real SandboxFusion exchanges, copied verbatim from the
@@ -36,16 +34,6 @@ func loadFixture(t testing.TB, name string) fixture {
 		t.Fatalf("fixture %s has no response", name)
 	}
 	return f
-}
-
-// decodeResponse decodes a server answer the way the HTTP client does.
-func decodeResponse(t testing.TB, body []byte) *Response {
-	t.Helper()
-	resp := new(Response)
-	if err := json.Unmarshal(body, resp); err != nil {
-		t.Fatalf("decode response: %v\n%s", err, body)
-	}
-	return resp
 }
 
 func sp(s string) *string { return &s }
