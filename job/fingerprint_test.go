@@ -18,7 +18,7 @@ import (
 func TestFingerprintCoversEveryOption(t *testing.T) {
 	notRecorded := map[string]map[string]bool{ // struct -> fields that must not change the fingerprint
 		"Options":         {"MaxConcurrent": true, "NoCompileSkip": true, "NoDedup": true, "Window": true, "Cache": true, "CacheTimeouts": true},
-		"rollout.Options": {"RequireDataSource": true, "ScoreKey": true, "IDKey": true, "BatchRows": true, "Warn": true},
+		"rollout.Options": {"RequireDataSource": true, "ScoreKey": true, "IDKey": true, "BatchRows": true, "Warn": true, "Scored": true},
 	}
 	type inputs struct {
 		engine score.Options

@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/verl-score/verl-score/explain"
 	"github.com/verl-score/verl-score/job"
 	"github.com/verl-score/verl-score/rollout"
 	"github.com/verl-score/verl-score/verdict"
@@ -302,7 +303,9 @@ type caseLine struct {
 	Case            int             `json:"case_index"`
 	Verdict         any             `json:"verdict"`
 	Status          string          `json:"status"`
+	Stdout          *string         `json:"stdout"`
 	Stderr          *string         `json:"stderr"`
+	ExpectedOutput  string          `json:"expected_output"`
 	CompileStderr   *string         `json:"compile_stderr"`
 	APIRequestError *string         `json:"api_request_error"`
 	Duration        *float64        `json:"duration"`
@@ -422,46 +425,12 @@ func readCases(path string, groups map[string]*Group, overall *Group) error {
 	return nil
 }
 
-// failureMessage is a failing case's message: the last line of its
-// stderr for a runtime error, the first error of the compiler, the
-// request's error for an infrastructure failure, else its status.
+// failureMessage is a failing case's cause (explain.Cause): a wrong answer
+// by its first differing line, a runtime error by its exception and last
+// frame, a compile error by its first error, a timeout by its last output.
 func failureMessage(c *caseLine) string {
-	if c.Status == "success" || c.Status == "" {
-		return ""
-	}
-	msg := c.Status
-	switch {
-	case c.APIRequestError != nil && *c.APIRequestError != "":
-		msg = c.Status + ": " + *c.APIRequestError
-	case c.Status == "compile_error" && c.CompileStderr != nil:
-		if l := firstMatching(*c.CompileStderr, "error"); l != "" {
-			msg = "compile error: " + l
-		}
-	case c.Status == "runtime_error" && c.Stderr != nil:
-		if l := lastLine(*c.Stderr); l != "" {
-			msg = l
-		}
-	case c.Status == "wrong_answer":
-		msg = "wrong answer"
-	}
-	if len(msg) > 160 {
-		msg = msg[:160] + "…"
-	}
-	return msg
-}
-
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return strings.TrimSpace(lines[len(lines)-1])
-}
-
-func firstMatching(s, word string) string {
-	for _, l := range strings.Split(s, "\n") {
-		if strings.Contains(l, word) {
-			return strings.TrimSpace(l)
-		}
-	}
-	return lastLine(s)
+	return explain.Cause(&verdict.Case{Status: c.Status, Stdout: c.Stdout, Stderr: c.Stderr, CompileStderr: c.CompileStderr,
+		ExpectedOutput: c.ExpectedOutput, APIRequestError: c.APIRequestError})
 }
 
 func topCounts(m map[string]int, n int) []Count {

@@ -191,7 +191,7 @@ func (r *jsonlReader) parseRow(raw []byte, no int) (Row, srcLine, error) {
 		return row, srcLine{raw: raw}, nil
 	}
 	for _, m := range ms {
-		if isReserved(m.key) {
+		if isReserved(m.key) && !r.opts.Scored {
 			return Row{}, srcLine{}, fmt.Errorf("%s:%d: key %q: %w", r.name, no, m.key, ErrReservedColumn)
 		}
 	}

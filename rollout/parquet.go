@@ -145,7 +145,7 @@ func openParquet(path string, opts Options) (_ *parquetReader, err error) {
 func (r *parquetReader) resolve() error {
 	fields := r.schema.Fields()
 	for _, f := range fields {
-		if isReserved(f.Name) {
+		if isReserved(f.Name) && !r.opts.Scored {
 			return fmt.Errorf("%s: column %q: %w", r.path, f.Name, ErrReservedColumn)
 		}
 	}

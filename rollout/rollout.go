@@ -96,6 +96,9 @@ type Options struct {
 	IDKey string `fingerprint:"-"`
 	// BatchRows is the number of rows per batch. Default 512.
 	BatchRows int `fingerprint:"-"`
+	// Scored reads an output of run for its responses (show, report):
+	// the result columns are then expected, not refused.
+	Scored bool `fingerprint:"-"`
 	// Warn, when set, receives warnings that do not stop reading, such as
 	// files skipped in a dump directory.
 	Warn func(msg string) `fingerprint:"-"`

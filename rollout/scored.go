@@ -40,10 +40,25 @@ type ScoredRow struct {
 	// ("prompt", or a dump's "input") and ground truth; "" when the row has
 	// none of them.
 	Identity string
+	// TaskID is the row's id as the dataset names it: the IDKey field when
+	// it is set, else the first of DefaultIDKeys the row has; "" when none.
+	TaskID string
 	// Prompt is set on the lines of a rollout dump (an "input" and an
 	// "output"): lines with the same input at the same step are one
 	// prompt's responses, as run's summary counts them.
 	Prompt string
+}
+
+// DefaultIDKeys are where a row's task id is looked for when no IDKey is
+// set: verl's datasets keep their index in extra_info.
+var DefaultIDKeys = []string{"id", "task_id", "extra_info.task_id", "extra_info.index"}
+
+// idKeys are the fields a row's TaskID is taken from, first found first.
+func idKeys(opts Options) []string {
+	if opts.IDKey != "" {
+		return []string{opts.IDKey}
+	}
+	return DefaultIDKeys
 }
 
 // identityOf is a row's identity from its id, else its prompt, else its
@@ -151,14 +166,17 @@ func (s *scoredJSONL) Next() (*ScoredRow, error) {
 	if v, ok := lookup(ms, opts.ScoreKey); ok {
 		row.RefScores, _ = decodeScores(v)
 	}
+	for _, k := range idKeys(opts) {
+		if v, ok := lookup(ms, k); ok && string(v) != "null" {
+			row.TaskID = idText(v)
+			break
+		}
+	}
 	{
 		var id *string
 		if opts.IDKey != "" {
 			if v, ok := lookup(ms, opts.IDKey); ok {
-				var s string
-				if json.Unmarshal(v, &s) != nil {
-					s = string(v) // a number, or anything else, as written
-				}
+				s := idText(v)
 				id = &s
 			}
 		}
@@ -276,6 +294,7 @@ type scoredParquet struct {
 	ds, score      *fieldPath
 	scoreList      bool
 	id, prompt, gt *fieldPath // what the row's Identity is made of
+	taskID         *fieldPath // where its TaskID is
 	rec            arrow.RecordBatch
 	pos, recOffset int
 }
@@ -315,6 +334,12 @@ func openScoredParquet(path string, opts Options) (_ *scoredParquet, err error) 
 	}
 	if f, ok := resolveField(schema.Fields(), opts.IDKey); ok && opts.IDKey != "" {
 		s.id = &f
+	}
+	for _, k := range idKeys(opts) {
+		if f, ok := resolveField(schema.Fields(), k); ok {
+			s.taskID = &f
+			break
+		}
 	}
 	for _, k := range promptKeys {
 		if f, ok := resolveField(schema.Fields(), k); ok {
@@ -408,6 +433,11 @@ func (s *scoredParquet) Next() (*ScoredRow, error) {
 		id = &v
 	}
 	row.Identity = identityOf(id, value(s.prompt), value(s.gt))
+	if s.taskID != nil {
+		if v := value(s.taskID); v != nil && string(v) != "null" {
+			row.TaskID = idText(v)
+		}
+	}
 	if s.score != nil {
 		c := s.score.chain(s.rec)
 		leaf := c[len(c)-1]
@@ -491,3 +521,13 @@ func (s *scoredParquet) Next() (*ScoredRow, error) {
 }
 
 func nan() float64 { return math.NaN() }
+
+// idText is an id's JSON value as text: a string unquoted, a number (or
+// anything else) as written.
+func idText(v []byte) string {
+	var s string
+	if json.Unmarshal(v, &s) != nil {
+		s = string(v)
+	}
+	return s
+}

@@ -1,0 +1,61 @@
+package cmd
+
+import (
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+var updateShow = flag.Bool("update-show", false, "rewrite the golden files under testdata/show")
+
+// seconds are the run times show prints, which differ from run to run.
+var seconds = regexp.MustCompile(`\d+\.\d{3} s\b`)
+
+// TestShowGolden scores testdata/show/rows.jsonl for real (a wrong answer,
+// a runtime error, a compile error and a timeout) and shows each
+// response with its cases: the text must be the golden file's, run times
+// aside.
+func TestShowGolden(t *testing.T) {
+	dir := t.TempDir()
+	out, cases := filepath.Join(dir, "show.jsonl"), filepath.Join(dir, "cases.jsonl")
+	if code, _, stderr := run(context.Background(), "run", "../testdata/show/rows.jsonl", "-o", out, "--cases-out", cases,
+		"--language", "auto", "--timeout", "2", "-q"); code != ExitOK {
+		t.Fatalf("run: exit %d\n%s", code, stderr)
+	}
+	for i, name := range []string{"wrong_answer", "runtime_error", "compile_error", "timeout"} {
+		t.Run(name, func(t *testing.T) {
+			which := []string{"0", "task-1", "2:0", "task-3#0"}[i] // each way of naming one
+			code, stdout, stderr := run(context.Background(), "show", out, which, "--cases", cases)
+			if code != ExitOK {
+				t.Fatalf("show %s: exit %d\n%s", which, code, stderr)
+			}
+			got := seconds.ReplaceAllString(stdout, "N.NNN s")
+			golden := filepath.Join("..", "testdata", "show", name+".golden")
+			if *updateShow {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != string(want) {
+				t.Errorf("show %s: got\n%s\nwant (%s)\n%s", which, got, golden, want)
+			}
+		})
+	}
+	// --failed steps through the four (none passed), without the cases
+	// file each says how to get them.
+	code, stdout, _ := run(context.Background(), "show", out, "--failed")
+	if code != ExitOK || strings.Count(stdout, "── task-") != 4 || !strings.Contains(stdout, "given with --cases") {
+		t.Errorf("show --failed: exit %d\n%s", code, stdout)
+	}
+	if code, _, stderr := run(context.Background(), "show", out, "7:0"); code != ExitFailed || !strings.Contains(stderr, "no response matches 7:0") {
+		t.Errorf("show of a row that is not there: exit %d, %s", code, stderr)
+	}
+}
