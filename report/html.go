@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"net/url"
 	"strings"
 
 	"github.com/verl-score/verl-score/check"
@@ -27,6 +28,16 @@ td.l, th.l { text-align: left; }
 .muted { color: #6b7482; }
 svg text { font: 11px system-ui, sans-serif; fill: #1d2430; }
 code { font-size: 12px; }
+a { color: #2a5db0; }
+#responses .filters { display: flex; gap: 12px; flex-wrap: wrap; margin: 8px 0; }
+#detail { border: 1px solid #d6dbe3; border-radius: 6px; padding: 8px 16px; margin: 12px 0; }
+#detail:empty { display: none; }
+pre { background: #f6f8fa; padding: 6px 8px; overflow-x: auto; font-size: 12px; margin: 2px 0 8px; max-height: 420px; }
+pre.code .ln { color: #9aa3af; user-select: none; display: inline-block; width: 3.5em; }
+pre.code .kw { color: #8a3ab9; } pre.code .st { color: #1f7a45; } pre.code .cm { color: #8a93a3; font-style: italic; } pre.code .nu { color: #b35900; }
+mark.first-diff { background: #ffd9d2; }
+table.cases td { vertical-align: top; text-align: left; }
+.case-ok { color: #3f9e6e; } .case-bad { color: #c2553a; }
 `
 
 var funcs = template.FuncMap{
@@ -48,6 +59,27 @@ var funcs = template.FuncMap{
 	"heatmap":   heatmap,
 	"key":       func(g *Group, name string) string { return g.Name + ":" + name },
 	"deref":     func(f *float64) float64 { return *f },
+	// The links into the Responses section: filters in the fragment, made
+	// here (query-escaped), so the template must not escape them again.
+	"filterLink": func(source, cause string) template.URL {
+		return template.URL("#cause=" + url.QueryEscape(cause) + sourcePart(source))
+	},
+	"verdictLink": func(source, name string) template.URL {
+		kind := map[string]string{"True": "passed", "False": "wrong_answer", "-1": "infra", "-2": "runtime_error", "-3": "timeout", "-4": "compile_error"}[name]
+		return template.URL("#kind=" + kind + sourcePart(source))
+	},
+	"sourceLink": func(source string) template.URL { return template.URL("#all=1" + sourcePart(source)) },
+	"maxFailing": func() int { return maxFailing },
+	"maxAll":     func() int { return maxAll },
+	"sampleSize": func() int { return sampleSize },
+}
+
+// sourcePart is a filter link's data source, none for the overall group.
+func sourcePart(source string) string {
+	if source == "overall" {
+		return ""
+	}
+	return "&source=" + url.QueryEscape(source)
 }
 
 // verdictColors tell the verdicts apart: passed green, wrong red, the
@@ -171,11 +203,11 @@ var page = template.Must(template.New("report").Funcs(funcs).Parse(`<!DOCTYPE ht
 {{end}}</table>
 {{range .Groups}}{{$g := .}}
 <section data-source="{{.Name}}">
-<h2>{{.Name}}</h2>
+<h2>{{.Name}} <a class="muted" style="font-size:12px" href="{{sourceLink .Name}}">responses</a></h2>
 <div class="grid">
 <div class="card">{{histogram .}}</div>
 <div class="card">{{verdictChart .}}
-<table>{{range .Verdicts}}<tr><td class="l">{{.Name}}</td><td data-figure="{{key $g (printf "verdicts.%s" .Name)}}">{{.Count}}</td></tr>{{end}}</table></div>
+<table>{{range .Verdicts}}<tr><td class="l"><a href="{{verdictLink $g.Name .Name}}">{{.Name}}</a></td><td data-figure="{{key $g (printf "verdicts.%s" .Name)}}">{{.Count}}</td></tr>{{end}}</table></div>
 <div class="card">{{passChart .}}
 <table><tr><th class="l">k</th><th>pass@k</th><th>prompts</th></tr>{{range .PassAtK}}<tr><td class="l">{{.K}}</td>
 <td data-figure="{{key $g (printf "pass_at_k.pass@%d" .K)}}">{{f4 .Value}}</td><td data-figure="{{key $g (printf "pass_at_k_prompts.pass@%d" .K)}}">{{.Prompts}}</td></tr>{{end}}</table></div>
@@ -184,16 +216,34 @@ var page = template.Must(template.New("report").Funcs(funcs).Parse(`<!DOCTYPE ht
 {{if .HasExact}}<h3>Compare mode or checkers against verl's exact rule</h3>
 <p><span data-figure="{{key . "rewards_differ_from_exact"}}">{{.FlipCount}}</span> rewards differ from reward_exact; mean/prompt
 <span data-figure="{{key . "mean_score_exact"}}">{{f4 .MeanScoreExact}}</span> exact, {{f4 .MeanScore}} now.</p>
-{{if .Flips}}<ul>{{range .Flips}}<li>row/response {{.}}</li>{{end}}</ul>{{end}}{{end}}
+{{if .Flips}}<ul>{{range .Flips}}<li><a href="#r-{{.Row}}-{{.Response}}">row {{.Row}} response {{.Response}}</a>: {{.Text}}</li>{{end}}</ul>{{end}}{{end}}
 {{if .HasAudit}}<h3>Audit</h3>
 <p><span data-figure="{{key . "audit_flagged"}}">{{.FlagCount}}</span> responses flagged{{range .FlagCounts}}; {{.Name}} {{.Count}}{{end}}.</p>
-{{if .Flagged}}<ul>{{range .Flagged}}<li>row/response {{.}}</li>{{end}}</ul>{{end}}{{end}}
+{{if .Flagged}}<ul>{{range .Flagged}}<li><a href="#r-{{.Row}}-{{.Response}}">row {{.Row}} response {{.Response}}</a>: {{.Text}}</li>{{end}}</ul>{{end}}{{end}}
 {{if .Slowest}}<h3>Slowest cases</h3><table data-list="slowest"><tr><th class="l">case</th><th>seconds</th><th class="l">status</th></tr>
-{{range .Slowest}}<tr><td class="l">{{.Where}}</td><td>{{printf "%.3f" .Seconds}}</td><td class="l">{{.Status}}</td></tr>{{end}}</table>{{end}}
-{{if .Failures}}<h3>Most common failure messages</h3><table data-list="failures"><tr><th>cases</th><th class="l">message</th></tr>
-{{range .Failures}}<tr><td>{{.Count}}</td><td class="l"><code>{{.Name}}</code></td></tr>{{end}}</table>{{end}}
+{{range .Slowest}}<tr><td class="l"><a href="#r-{{.Row}}-{{.Response}}">{{.Where}}</a></td><td>{{printf "%.3f" .Seconds}}</td><td class="l">{{.Status}}</td></tr>{{end}}</table>{{end}}
+{{if .Failures}}<h3>Most common failure causes</h3><table data-list="failures"><tr><th>cases</th><th class="l">cause</th></tr>
+{{range .Failures}}<tr><td>{{.Count}}</td><td class="l"><a href="{{filterLink $g.Name .Name}}"><code>{{.Name}}</code></a></td></tr>{{end}}</table>{{end}}
 </section>
 {{end}}
+<section id="responses">
+<h2>Responses</h2>
+<p class="muted" data-detailed="{{.Detailed}}">{{.Detailed}} of {{.ResponsesTotal}} responses detailed{{if or .LeftOutFailing .LeftOutPassing}}: left out
+{{.LeftOutFailing}} failing responses (a run of more than {{maxAll}} responses keeps every failing one up to {{maxFailing}}, then {{sampleSize}} of each data source and kind) and {{.LeftOutPassing}} passing ones ({{sampleSize}} per data source kept){{end}}.
+{{if not .Cases}}Without the cases file (--cases) a response shows its code and verdicts, not its inputs and outputs.{{end}}</p>
+<div class="filters">
+<label>data source <select id="f-source"><option value="">all</option>{{range .Groups}}{{if ne .Name "overall"}}<option>{{.Name}}</option>{{end}}{{end}}</select></label>
+<label>verdict <select id="f-kind"><option value="">all</option><option value="failed">failed</option><option value="passed">passed</option>
+<option value="wrong_answer">wrong answer</option><option value="runtime_error">runtime error</option><option value="timeout">timeout</option>
+<option value="compile_error">compile error</option><option value="infra">infrastructure</option></select></label>
+<label>task id <input id="f-id" size="16" placeholder="search"></label>
+<span id="f-cause" class="muted"></span>
+</div>
+<div id="detail"></div>
+<table id="list" data-list="responses"><thead><tr><th class="l">response</th><th class="l">data source</th><th>reward</th><th class="l">why</th></tr></thead><tbody></tbody></table>
+</section>
+<script type="application/json" id="responses-data">{{.DetailsJSON}}</script>
+<script>` + pageScript + `</script>
 </body></html>
 `))
 

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html/template"
 	"io"
 	"math"
 	"os"
@@ -26,6 +27,12 @@ type Report struct {
 	Scored string   // the scored output
 	Cases  string   // the --cases-out file, "" when not given
 	Groups []*Group // per data source, sorted; then "overall" when there are several
+
+	// DetailsJSON are the responses the page details (details.go), for
+	// its script; Detailed of ResponsesTotal, the rest left out.
+	DetailsJSON                    template.JS
+	Detailed, ResponsesTotal       int
+	LeftOutFailing, LeftOutPassing int
 }
 
 // Group holds one data source's figures (or all of them).
@@ -49,14 +56,14 @@ type Group struct {
 	// the responses whose reward differs from it.
 	HasExact       bool
 	MeanScoreExact float64
-	Flips          []string // "row/response: exact → reward"
+	Flips          []Listed // Text: "exact → reward"
 	FlipCount      int
 	// From the cases file: the slowest cases, the most common failure
 	// messages, and the responses the audit flagged.
 	Slowest    []Slow
 	Failures   []Count
 	HasAudit   bool
-	Flagged    []string // "row/response: flags", the first maxListed
+	Flagged    []Listed // Text: the flags; the first maxListed
 	FlagCount  int      // responses flagged
 	FlagCounts []Count
 
@@ -82,11 +89,19 @@ type PassK struct {
 	Prompts int
 }
 
+// Listed is a response named in a list of the page, with what it is
+// listed for.
+type Listed struct {
+	Row, Response int
+	Text          string
+}
+
 // Slow is one case and its run time.
 type Slow struct {
-	Where   string // "row 3 response 0 case 2"
-	Seconds float64
-	Status  string
+	Where         string // "row 3 response 0 case 2"
+	Row, Response int
+	Seconds       float64
+	Status        string
 }
 
 // maxListed bounds the lists of the page.
@@ -181,6 +196,9 @@ func Build(scoredPath, casesPath string, opts rollout.Options, ks ...int) (*Repo
 	for _, g := range append(r.Groups, overall) {
 		g.finish()
 	}
+	if err := r.details(opts); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
@@ -223,7 +241,7 @@ func (g *Group) addRow(row *rollout.ScoredRow) {
 			if exact != reward {
 				g.FlipCount++
 				if len(g.Flips) < maxListed {
-					g.Flips = append(g.Flips, fmt.Sprintf("%d/%d: %g → %g", row.Index, j, exact, reward))
+					g.Flips = append(g.Flips, Listed{Row: row.Index, Response: j, Text: fmt.Sprintf("%g → %g", exact, reward)})
 				}
 			}
 		}
@@ -351,7 +369,8 @@ func readCases(path string, groups map[string]*Group, overall *Group) error {
 		for _, gg := range []*Group{g, overall} {
 			a := get(gg)
 			if c.Duration != nil {
-				a.slow = append(a.slow, Slow{Where: fmt.Sprintf("row %d response %d case %d", c.Row, c.Response, c.Case), Seconds: *c.Duration, Status: c.Status})
+				a.slow = append(a.slow, Slow{Where: fmt.Sprintf("row %d response %d case %d", c.Row, c.Response, c.Case), Row: c.Row, Response: c.Response,
+					Seconds: *c.Duration, Status: c.Status})
 			}
 			if msg := failureMessage(&c); msg != "" {
 				a.failures[msg]++
@@ -417,7 +436,9 @@ func readCases(path string, groups map[string]*Group, overall *Group) error {
 			sort.Strings(fl)
 			g.FlagCount++
 			if len(g.Flagged) < maxListed {
-				g.Flagged = append(g.Flagged, k+": "+strings.Join(fl, ", "))
+				it := Listed{Text: strings.Join(fl, ", ")}
+				fmt.Sscanf(k, "%d/%d", &it.Row, &it.Response)
+				g.Flagged = append(g.Flagged, it)
 			}
 		}
 		g.FlagCounts = topCounts(kinds, 10)

@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/verl-score/verl-score/check"
+	"github.com/verl-score/verl-score/explain"
 	"github.com/verl-score/verl-score/job"
 	"github.com/verl-score/verl-score/rollout"
 	"github.com/verl-score/verl-score/sandbox"
@@ -190,10 +191,11 @@ func TestReportFiguresEqualSummary(t *testing.T) {
 	page := string(html)
 	compareFigures(t, page, summaryFigures(t, ex.summary))
 	checkCharts(t, page, len(rep.Groups))
-	if strings.Contains(page, "http://") || strings.Contains(page, "https://") || strings.Contains(page, "<script") {
-		t.Error("the page refers to the network or runs scripts")
+	// One file: nothing fetched, the script inline.
+	if strings.Contains(page, "http://") || strings.Contains(page, "https://") || strings.Contains(page, "<script src") {
+		t.Error("the page refers to the network or loads a script")
 	}
-	for _, must := range []string{"Slowest cases", "Most common failure messages", "Audit", "reward_exact"} {
+	for _, must := range []string{"Slowest cases", "Most common failure causes", "Audit", "reward_exact", `id="responses-data"`} {
 		if !strings.Contains(page, must) {
 			t.Errorf("the page has no %q section", must)
 		}
@@ -396,4 +398,75 @@ func TestReportOnADumpEqualsRun(t *testing.T) {
 	compareFigures(t, page.String(), summaryFigures(t, summary))
 	dom := render(t, page.Bytes(), "dump-report")
 	compareFigures(t, dom, summaryFigures(t, summary))
+}
+
+// dom loads the page at path#hash in headless Chromium and returns the
+// DOM its script built.
+func dom(t *testing.T, path, hash string) string {
+	t.Helper()
+	bin := chromium(t)
+	out, err := exec.Command(bin, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir="+t.TempDir(),
+		"--dump-dom", "file://"+path+"#"+hash).Output()
+	if err != nil {
+		t.Fatalf("chromium --dump-dom %s#%s: %v", path, hash, err)
+	}
+	return string(out)
+}
+
+var (
+	causeLink    = regexp.MustCompile(`href="#(cause=wrong\+answer[^"]*)"`)
+	responseLink = regexp.MustCompile(`<tbody>.*?href="#r-(\d+)-(\d+)"`)
+	markedLine   = regexp.MustCompile(`<mark class="first-diff">([^<]*)</mark>`)
+	tags         = regexp.MustCompile(`<[^>]+>`)
+)
+
+// TestReportFromFailureToCode goes, in a browser, from the summary's table
+// of failure causes to the responses behind a wrong answer, then to one
+// of them: its detail shows its code and marks the first line where its
+// output differs from the expected one.
+func TestReportFromFailureToCode(t *testing.T) {
+	ex, _, html := examplePage(t)
+	path := filepath.Join(t.TempDir(), "report.html")
+	if err := os.WriteFile(path, html, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := causeLink.FindStringSubmatch(dom(t, path, ""))
+	if m == nil {
+		t.Fatal("no wrong-answer cause links to its responses in the failure table")
+	}
+	filter := strings.ReplaceAll(m[1], "&amp;", "&")
+	list := dom(t, path, filter)
+	r := responseLink.FindStringSubmatch(list)
+	if r == nil {
+		t.Fatalf("the list filtered by #%s links no response", filter)
+	}
+	detail := dom(t, path, "r-"+r[1]+"-"+r[2])
+	row, _ := strconv.Atoi(r[1])
+	resp, _ := strconv.Atoi(r[2])
+	rs, err := ReadResponses(ex.scored, ex.cases, rollout.DefaultOptions(), func(x *Response) bool { return x.Row == row && x.Index == resp })
+	if err != nil || len(rs) != 1 {
+		t.Fatalf("response %d:%d: %v", row, resp, err)
+	}
+	code := html2text(detail)
+	for _, line := range strings.Split(strings.TrimSpace(rs[0].Code), "\n") {
+		if !strings.Contains(code, strings.TrimSpace(line)) {
+			t.Errorf("the detail of %d:%d lacks its code line %q", row, resp, line)
+			break
+		}
+	}
+	var want string
+	for _, c := range rs[0].Cases {
+		if d, ok := explain.FirstDiff(c.ExpectedOutput, *c.Stdout); ok && c.Status == "wrong_answer" {
+			want = d.Got
+			break
+		}
+	}
+	mk := markedLine.FindStringSubmatch(detail)
+	if mk == nil || html2text(mk[1]) != want {
+		t.Errorf("the detail of %d:%d marks %v, want the first differing line %q", row, resp, mk, want)
+	}
+}
+
+func html2text(s string) string {
+	return strings.NewReplacer("&lt;", "<", "&gt;", ">", "&quot;", `"`, "&#39;", "'", "&amp;", "&").Replace(tags.ReplaceAllString(s, ""))
 }
