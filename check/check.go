@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
+	"github.com/verl-score/verl-score/explain"
 	"github.com/verl-score/verl-score/feed"
 	"github.com/verl-score/verl-score/rollout"
 	"github.com/verl-score/verl-score/score"
+	"github.com/verl-score/verl-score/testcases"
 	"github.com/verl-score/verl-score/verdict"
 )
 
@@ -110,6 +113,9 @@ func Check(ctx context.Context, eng *score.Engine, opts Options) (*Report, error
 				it.Outcome = Missing
 			}
 			mismatch := it.Outcome == Regressed || it.Outcome == Improved
+			if mismatch || it.Outcome == Missing {
+				it.Reason, it.Code = reasonOf(r), excerpt(p.sol.Completion)
+			}
 			switch {
 			case mismatch && noisyReference(it):
 				it.Outcome, it.FlakyReason = Flaky, reasonReference
@@ -185,7 +191,7 @@ func (c *checker) row(_ context.Context, b *rollout.Batch, i int, sols []score.S
 	}
 	ps := make([]*pending, len(sols))
 	for j, sol := range sols {
-		it := &Item{Row: row.Index, Response: j, File: row.File, Line: row.Line, DataSource: ds}
+		it := &Item{Row: row.Index, Response: j, File: row.File, Line: row.Line, DataSource: ds, ID: row.TaskID}
 		if j < len(ref.scores) {
 			it.Reference = fptr(ref.scores[j])
 		}
@@ -287,6 +293,43 @@ func (c *checker) missingFromInput(br *rollout.ScoredRow, j int) {
 		it.Reference = fptr(br.Rewards[j])
 	}
 	c.b.add(it, false)
+}
+
+// maxExcerpt is how many lines of a mismatch's code reports carry.
+const maxExcerpt = 15
+
+// excerpt is the start of the code verl extracts from a completion.
+func excerpt(completion string) string {
+	code, _, ok := testcases.Extract(completion, testcases.RuleVerl)
+	if !ok {
+		return ""
+	}
+	lines := strings.Split(strings.Trim(code, "\n"), "\n")
+	if len(lines) > maxExcerpt {
+		lines = append(lines[:maxExcerpt], fmt.Sprintf("… (%d more lines)", len(lines)-maxExcerpt))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// reasonOf says why a result's verdicts are what they are: the reward
+// error, or its first failing case's cause with stderr's last lines.
+func reasonOf(r *score.Result) string {
+	if r.Err != "" {
+		return "reward_error: " + r.Err
+	}
+	for i := range r.Cases {
+		c := &r.Cases[i]
+		cause := explain.Cause(c)
+		if cause == "" {
+			continue
+		}
+		why := fmt.Sprintf("case %d: %s", c.CaseIndex, cause)
+		if c.Status == verdict.StatusRuntimeError && c.Stderr != nil && strings.TrimSpace(*c.Stderr) != "" {
+			why += "\nstderr (tail):\n" + explain.Tail(*c.Stderr, 3)
+		}
+		return why
+	}
+	return ""
 }
 
 // Why a response is flaky.

@@ -51,7 +51,7 @@ func TestCheckOutcomes(t *testing.T) {
 				return []string{dumpLine(t, "x", "ECHO", 3, 1.0), dumpLine(t, "x", "CRASH", 2, 0.0), dumpLine(t, "y", "SLOW", 1, 0.0)}
 			},
 			reruns:     2,
-			want:       map[string]Outcome{"row 0 response 0": Equal, "row 1 response 0": Equal, "row 2 response 0": Equal},
+			want:       map[string]Outcome{"0:0": Equal, "1:0": Equal, "2:0": Equal},
 			wantCounts: Counts{Responses: 3, Compared: 3, Equal: 3},
 		},
 		{
@@ -60,7 +60,7 @@ func TestCheckOutcomes(t *testing.T) {
 				return []string{dumpLine(t, "x", "ECHO", 4, 0.75), dumpLine(t, "x", "CRASH", 2, 0.5), dumpLine(t, "y", "ECHO", 1, 1.0)}
 			},
 			reruns:     2,
-			want:       map[string]Outcome{"row 0 response 0": Improved, "row 1 response 0": Regressed, "row 2 response 0": Equal},
+			want:       map[string]Outcome{"0:0": Improved, "1:0": Regressed, "2:0": Equal},
 			wantCounts: Counts{Responses: 3, Compared: 3, Equal: 1, Regressed: 1, Improved: 1, Mismatches: 2},
 			regression: true,
 		},
@@ -70,7 +70,7 @@ func TestCheckOutcomes(t *testing.T) {
 				return []string{dumpLine(t, "x", "FLAKY", 1, 1.0), dumpLine(t, "x", "ECHO", 2, 1.0)}
 			},
 			reruns:     2,
-			want:       map[string]Outcome{"row 0 response 0": Flaky, "row 1 response 0": Equal},
+			want:       map[string]Outcome{"0:0": Flaky, "1:0": Equal},
 			wantCounts: Counts{Responses: 2, Compared: 2, Equal: 1, Flaky: 1},
 		},
 		{
@@ -79,7 +79,7 @@ func TestCheckOutcomes(t *testing.T) {
 				return []string{dumpLine(t, "x", "FLAKY", 1, 1.0), dumpLine(t, "x", "ECHO", 2, 1.0)}
 			},
 			reruns:     0,
-			want:       map[string]Outcome{"row 0 response 0": Regressed, "row 1 response 0": Equal},
+			want:       map[string]Outcome{"0:0": Regressed, "1:0": Equal},
 			wantCounts: Counts{Responses: 2, Compared: 2, Equal: 1, Regressed: 1, Mismatches: 1},
 			regression: true,
 		},
@@ -89,7 +89,7 @@ func TestCheckOutcomes(t *testing.T) {
 				return []string{dumpLine(t, "x", "SLOW", 2, 1.0), dumpLine(t, "x", "ECHO", 2, 1.0)}
 			},
 			reruns:     3,
-			want:       map[string]Outcome{"row 0 response 0": Regressed, "row 1 response 0": Equal},
+			want:       map[string]Outcome{"0:0": Regressed, "1:0": Equal},
 			wantCounts: Counts{Responses: 2, Compared: 2, Equal: 1, Regressed: 1, Mismatches: 1},
 			regression: true,
 		},
@@ -100,7 +100,7 @@ func TestCheckOutcomes(t *testing.T) {
 					dumpLine(t, "x", "ECHO", 1, 1.0), dumpLine(t, "x", "ECHO", 1, 0.0)}
 			},
 			maxMismatch: 0.25,
-			want:        map[string]Outcome{"row 3 response 0": Improved},
+			want:        map[string]Outcome{"3:0": Improved},
 			wantCounts:  Counts{Responses: 4, Compared: 4, Equal: 3, Improved: 1, Mismatches: 1},
 		},
 		{
@@ -108,7 +108,7 @@ func TestCheckOutcomes(t *testing.T) {
 			lines: func(t *testing.T) []string {
 				return []string{dumpLine(t, "x", "ECHO", 1, nil), dumpLine(t, "x", "ECHO", 1, 1.0)}
 			},
-			want:       map[string]Outcome{"row 0 response 0": NoReference, "row 1 response 0": Equal},
+			want:       map[string]Outcome{"0:0": NoReference, "1:0": Equal},
 			wantCounts: Counts{Responses: 2, Compared: 1, Equal: 1, NoReference: 1},
 		},
 	}
@@ -248,7 +248,7 @@ func TestCheckBaseline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]Outcome{"row 0 response 0": Equal, "row 0 response 1": Flaky, "row 1 response 0": Improved, "row 2 response 0": Missing}
+	want := map[string]Outcome{"0:0": Equal, "0:1": Flaky, "1:0": Improved, "2:0": Missing}
 	if got := outcomes(rep); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("outcomes: got %v, want %v", got, want)
 	}
@@ -320,9 +320,9 @@ func TestCheckBaselineShape(t *testing.T) {
 		missing     string
 		note        string
 	}{
-		{"input has more responses", []string{row(2)}, []string{base(1)}, "row 0 response 1", "row 0: the input has 2 responses, the baseline 1"},
-		{"baseline has more responses", []string{row(1)}, []string{base(2)}, "row 0 response 1", "row 0: the input has 1 responses, the baseline 2"},
-		{"baseline has more rows", []string{row(1)}, []string{base(1), base(1)}, "row 1 response 0", "the baseline has 2 rows, the input 1"},
+		{"input has more responses", []string{row(2)}, []string{base(1)}, "0:1", "row 0: the input has 2 responses, the baseline 1"},
+		{"baseline has more responses", []string{row(1)}, []string{base(2)}, "0:1", "row 0: the input has 1 responses, the baseline 2"},
+		{"baseline has more rows", []string{row(1)}, []string{base(1), base(1)}, "1:0", "the baseline has 2 rows, the input 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

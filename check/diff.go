@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/verl-score/verl-score/rollout"
+	"github.com/verl-score/verl-score/verdict"
 )
 
 // DiffOptions configure Diff.
@@ -175,7 +176,7 @@ func diffRow(bd *builder, x, y *rollout.ScoredRow, tol float64) {
 		bd.note("data source", "row %d: data source %q in A, %q in B", x.Index, x.DataSource, y.DataSource)
 	}
 	for j := 0; j < max(na, nb); j++ {
-		it := &Item{Row: anchor.Index, Response: j, File: anchor.File, Line: anchor.Line, DataSource: anchor.DataSource}
+		it := &Item{Row: anchor.Index, Response: j, File: anchor.File, Line: anchor.Line, DataSource: anchor.DataSource, ID: anchor.TaskID}
 		if it.DataSource == "" && y != nil {
 			it.DataSource = y.DataSource
 		}
@@ -198,8 +199,28 @@ func diffRow(bd *builder, x, y *rollout.ScoredRow, tol float64) {
 		if (j < na) != (j < nb) {
 			it.Outcome = Missing
 		}
+		if it.Outcome.Mismatch() && y != nil && j < nb {
+			it.Reason = scoredReason(y, j)
+		}
 		bd.add(it, true)
 	}
+}
+
+// scoredReason says why response j of a scored row has its verdicts, from
+// what an output keeps: its reward error, or its first failing case's
+// status.
+func scoredReason(r *rollout.ScoredRow, j int) string {
+	if j < len(r.Errors) && r.Errors[j] != nil {
+		return "reward_error: " + *r.Errors[j]
+	}
+	if j < len(r.CaseStatus) {
+		for i, st := range r.CaseStatus[j] {
+			if st != verdict.StatusSuccess {
+				return fmt.Sprintf("case %d: %s", i, st)
+			}
+		}
+	}
+	return ""
 }
 
 func verdictsAt(r *rollout.ScoredRow, j int) Verdicts {

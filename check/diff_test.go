@@ -65,8 +65,8 @@ func TestDiffGolden(t *testing.T) {
 	for _, it := range rep.Mismatches {
 		worst = append(worst, fmt.Sprintf("%s %s %+.2f", it.Name(), it.Outcome, it.Delta))
 	}
-	wantWorst := []string{"row 4 response 0 regressed -1.00", "row 2 response 0 improved +0.50",
-		"row 2 response 1 improved +0.50", "row 0 response 0 regressed -0.25"}
+	wantWorst := []string{"4:0 regressed -1.00", "2:0 improved +0.50",
+		"2:1 improved +0.50", "0:0 regressed -0.25"}
 	if strings.Join(worst, "; ") != strings.Join(wantWorst, "; ") {
 		t.Errorf("worst: got %q, want %q", worst, wantWorst)
 	}
@@ -221,7 +221,7 @@ func TestDiffShapeMismatch(t *testing.T) {
 	for _, it := range rep.Mismatches {
 		missing = append(missing, it.Name())
 	}
-	if got, want := strings.Join(missing, ", "), "row 2 response 1, row 4 response 0"; got != want {
+	if got, want := strings.Join(missing, ", "), "2:1, 4:0"; got != want {
 		t.Errorf("missing: got %s, want %s", got, want)
 	}
 	if !rep.Regression {
@@ -268,8 +268,8 @@ func TestJUnitParses(t *testing.T) {
 		t.Fatal(err)
 	}
 	// An error message with characters XML must escape or cannot hold.
-	if it := rep.Items[1]; it.Name() != "row 0 response 1" || it.Outcome != Equal {
-		t.Fatalf("item 1: got %s %s, want row 0 response 1 equal", it.Name(), it.Outcome)
+	if it := rep.Items[1]; it.Name() != "0:1" || it.Outcome != Equal {
+		t.Fatalf("item 1: got %s %s, want 0:1 equal", it.Name(), it.Outcome)
 	}
 	rep.Items[1].Err = "bad <tag> & \"quote\" \x01 ]]>"
 	rep.Items[1].Outcome = Regressed
@@ -295,8 +295,8 @@ func TestJUnitParses(t *testing.T) {
 		}
 	}
 	want := map[string]string{
-		"codecontests/row 0 response 0": "regressed", "codecontests/row 0 response 1": "regressed",
-		"taco/row 2 response 0": "improved", "taco/row 2 response 1": "improved", "humaneval/row 4 response 0": "regressed",
+		"codecontests/0:0": "regressed", "codecontests/0:1": "regressed",
+		"taco/2:0": "improved", "taco/2:1": "improved", "humaneval/4:0": "regressed",
 	}
 	if n != 7 || fmt.Sprint(failed) != fmt.Sprint(want) {
 		t.Errorf("got %d cases, failures %v; want 7 cases, failures %v", n, failed, want)

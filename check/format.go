@@ -103,17 +103,17 @@ func (r *Report) WriteText(w io.Writer, top int) error {
 	fmt.Fprintln(tw, "(mean/prompt is verl's test_score/<data_source> and run's mean/prompt; both means cover the responses compared)")
 	if len(r.Mismatches) > 0 {
 		fmt.Fprintf(tw, "\nWORST MISMATCHES (%d of %d)\n", min(top, len(r.Mismatches)), len(r.Mismatches))
-		fmt.Fprintln(tw, "ROW\tRESPONSE\tWHERE\tDATA SOURCE\tREFERENCE\tNEW\tDELTA\tOUTCOME\tCASES")
+		fmt.Fprintln(tw, "RESPONSE\tWHERE\tDATA SOURCE\tREFERENCE\tNEW\tDELTA\tOUTCOME\tCASES\tWHY")
 		for _, it := range r.Mismatches[:min(top, len(r.Mismatches))] {
-			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", it.Row, it.Response, it.Where(), dsName(it.DataSource),
-				num(it.Reference), num(it.New), delta(it), outcomeText(r, it.Outcome), cases(it))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", it.Name(), it.Where(), dsName(it.DataSource),
+				num(it.Reference), num(it.New), delta(it), outcomeText(r, it.Outcome), cases(it), firstLine(it.Reason))
 		}
 	}
 	if len(r.Flaky) > 0 {
 		fmt.Fprintf(tw, "\nFLAKY (%d of %d; not counted as mismatches)\n", min(top, len(r.Flaky)), len(r.Flaky))
-		fmt.Fprintln(tw, "ROW\tRESPONSE\tWHERE\tDATA SOURCE\tREFERENCE\tRUNS\tCASES (FIRST RUN)\tWHY")
+		fmt.Fprintln(tw, "RESPONSE\tWHERE\tDATA SOURCE\tREFERENCE\tRUNS\tCASES (FIRST RUN)\tWHY")
 		for _, it := range r.Flaky[:min(top, len(r.Flaky))] {
-			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", it.Row, it.Response, it.Where(), dsName(it.DataSource),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", it.Name(), it.Where(), dsName(it.DataSource),
 				num(it.Reference), runs(it), cases(it), it.FlakyReason)
 		}
 	}
@@ -134,6 +134,18 @@ func (r *Report) WriteText(w io.Writer, top int) error {
 	fmt.Fprintln(tw, "\n"+strings.ToUpper(r.Summary()[:1])+r.Summary()[1:])
 	return tw.Flush()
 }
+
+// firstLine is the first line of s, cut for a table cell.
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > 100 {
+		s = s[:100] + "…"
+	}
+	return s
+}
+
+// fence keeps text from closing a markdown code fence.
+func fence(s string) string { return strings.ReplaceAll(s, "```", "`\u200b``") }
 
 func dsName(s string) string {
 	if s == "" {
@@ -178,17 +190,30 @@ func (r *Report) WriteMarkdown(w io.Writer, top int) error {
 	}
 	if len(r.Mismatches) > 0 {
 		fmt.Fprintf(&b, "\n#### Worst mismatches (%d of %d)\n\n", min(top, len(r.Mismatches)), len(r.Mismatches))
-		b.WriteString("| row | response | where | data source | reference | new | delta | outcome | cases |\n|---:|---:|---|---|---:|---:|---:|---|---|\n")
+		b.WriteString("| response | where | data source | reference | new | delta | outcome | cases | why |\n|---|---|---|---:|---:|---:|---|---|---|\n")
 		for _, it := range r.Mismatches[:min(top, len(r.Mismatches))] {
-			fmt.Fprintf(&b, "| %d | %d | %s | %s | %s | %s | %s | %s | %s |\n", it.Row, it.Response, mdEscape(it.Where()),
-				mdEscape(dsName(it.DataSource)), num(it.Reference), num(it.New), delta(it), it.Outcome, mdEscape(cases(it)))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", mdEscape(it.Name()), mdEscape(it.Where()),
+				mdEscape(dsName(it.DataSource)), num(it.Reference), num(it.New), delta(it), it.Outcome, mdEscape(cases(it)), mdEscape(firstLine(it.Reason)))
+		}
+		for _, it := range r.Mismatches[:min(top, len(r.Mismatches))] {
+			if it.Reason == "" && it.Code == "" {
+				continue
+			}
+			fmt.Fprintf(&b, "\n<details><summary>%s: %s</summary>\n\n", mdEscape(it.Name()), mdEscape(firstLine(it.Reason)))
+			if it.Reason != "" {
+				fmt.Fprintf(&b, "```\n%s\n```\n", fence(it.Reason))
+			}
+			if it.Code != "" {
+				fmt.Fprintf(&b, "\n```\n%s\n```\n", fence(it.Code))
+			}
+			b.WriteString("\n</details>\n")
 		}
 	}
 	if len(r.Flaky) > 0 {
 		fmt.Fprintf(&b, "\n#### Flaky (%d of %d, not counted)\n\n", min(top, len(r.Flaky)), len(r.Flaky))
-		b.WriteString("| row | response | where | data source | reference | runs | cases (first run) | why |\n|---:|---:|---|---|---:|---|---|---|\n")
+		b.WriteString("| response | where | data source | reference | runs | cases (first run) | why |\n|---|---|---|---:|---|---|---|\n")
 		for _, it := range r.Flaky[:min(top, len(r.Flaky))] {
-			fmt.Fprintf(&b, "| %d | %d | %s | %s | %s | %s | %s | %s |\n", it.Row, it.Response, mdEscape(it.Where()),
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", mdEscape(it.Name()), mdEscape(it.Where()),
 				mdEscape(dsName(it.DataSource)), num(it.Reference), runs(it), mdEscape(cases(it)), mdEscape(it.FlakyReason))
 		}
 	}

@@ -135,5 +135,11 @@ func junitDetail(it *Item) string {
 	if c := cases(it); c != "" {
 		fmt.Fprintf(&b, "cases: %s\n", c)
 	}
+	if it.Reason != "" {
+		fmt.Fprintf(&b, "why: %s\n", it.Reason)
+	}
+	if it.Code != "" {
+		fmt.Fprintf(&b, "code:\n%s\n", it.Code)
+	}
 	return b.String()
 }

@@ -95,12 +95,27 @@ type Item struct {
 	NewVerdicts Verdicts     `json:"new_verdicts,omitempty"`
 	Changes     []CaseChange `json:"case_changes,omitempty"`
 	Err         string       `json:"error,omitempty"` // the new result's reward error
-	Outcome     Outcome      `json:"outcome"`
-	FlakyReason string       `json:"flaky_reason,omitempty"`
+	// ID is the dataset's task id of the row ("" when it has none).
+	ID string `json:"id,omitempty"`
+	// Reason says why a mismatch's new verdicts are what they are: its
+	// first failing case's cause (the first differing line, the exception,
+	// the compiler's error), stderr's tail, or the reward error; Code is
+	// the start of its code (check only: diff has no code).
+	Reason      string  `json:"reason,omitempty"`
+	Code        string  `json:"code,omitempty"`
+	Outcome     Outcome `json:"outcome"`
+	FlakyReason string  `json:"flaky_reason,omitempty"`
 }
 
-// Name identifies the response in reports: "row 12 response 0".
-func (it *Item) Name() string { return fmt.Sprintf("row %d response %d", it.Row, it.Response) }
+// Name identifies the response in reports: by the dataset's task id and
+// the response's index when the row has an id ("653#0"), else by
+// row:response ("12:0").
+func (it *Item) Name() string {
+	if it.ID != "" {
+		return fmt.Sprintf("%s#%d", it.ID, it.Response)
+	}
+	return fmt.Sprintf("%d:%d", it.Row, it.Response)
+}
 
 // Where is "file:line" when known.
 func (it *Item) Where() string {

@@ -16,6 +16,7 @@ import (
 	"github.com/verl-score/verl-score/config"
 	"github.com/verl-score/verl-score/progress"
 	"github.com/verl-score/verl-score/report"
+	"github.com/verl-score/verl-score/rollout"
 )
 
 // checkExitHelp is the EXIT STATUS block of check and diff.
@@ -136,6 +137,7 @@ type checkOptions struct {
 	baseline string
 	reruns   int
 	quiet    bool
+	idKey    string
 	report   reportOptions
 	loader   *config.Loader
 	streams  Streams
@@ -198,6 +200,7 @@ file); keep them as they were when the reference was computed.` + checkExitHelp,
 	f.StringVar(&opts.baseline, "baseline", "", "compare with this previous output of run (parquet or JSONL) instead of INPUT's score field")
 	f.IntVar(&opts.reruns, "reruns", 2, "times a mismatch with -1 or -3 verdicts is scored again to tell flaky from reproducible")
 	f.BoolVarP(&opts.quiet, "quiet", "q", false, "no progress display")
+	f.StringVar(&opts.idKey, "id-key", "", "dotted path of the rows' task id that names responses in the reports (default: id, task_id, extra_info.task_id or extra_info.index, the first found; else row:response)")
 	opts.report.addFlags(f)
 	opts.loader = config.AddFlags(f, config.Check)
 	return c
@@ -232,7 +235,7 @@ func runCheck(ctx context.Context, opts *checkOptions) error {
 	unwatch := stopOnInterrupt(opts.streams, sc.eng)
 	rep, err := check.Check(ctx, sc.eng, check.Options{
 		Input: opts.input, Stdin: opts.streams.In, Baseline: opts.baseline,
-		Reader: sc.reader, DataSource: sc.cfg.DataSource,
+		Reader: withIDKey(sc.reader, opts.idKey), DataSource: sc.cfg.DataSource,
 		Tolerance: opts.report.tolerance, MaxMismatch: opts.report.maxMismatch, Reruns: opts.reruns,
 		KeepItems: opts.report.junit != "",
 	})
@@ -245,4 +248,10 @@ func runCheck(ctx context.Context, opts *checkOptions) error {
 		return err
 	}
 	return opts.report.emit(opts.streams, rep)
+}
+
+// withIDKey is ro naming rows by the id at key ("" keeps the defaults).
+func withIDKey(ro rollout.Options, key string) rollout.Options {
+	ro.IDKey = key
+	return ro
 }

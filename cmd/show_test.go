@@ -59,3 +59,42 @@ func TestShowGolden(t *testing.T) {
 		t.Errorf("show of a row that is not there: exit %d, %s", code, stderr)
 	}
 }
+
+// TestCheckJUnitFailureBody: check names a mismatched response by its task
+// id, and its JUnit failure says why (the first differing line) and
+// carries the start of its code.
+func TestCheckJUnitFailureBody(t *testing.T) {
+	dir := t.TempDir()
+	raw, err := os.ReadFile("../testdata/show/rows.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every response claims the reward 1 it does not get.
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		lines = append(lines, strings.TrimSuffix(l, "}")+`, "score": [1.0]}`)
+	}
+	in := writeFile(t, dir, "claimed.jsonl", strings.Join(lines[:2], "\n")+"\n") // the wrong answer and the runtime error
+	junit := filepath.Join(dir, "check.xml")
+	code, _, stderr := run(context.Background(), "check", in, "--junit", junit, "--reruns", "0", "-q")
+	if code != ExitRegression {
+		t.Fatalf("check: exit %d, want %d\n%s", code, ExitRegression, stderr)
+	}
+	b, err := os.ReadFile(junit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := regexp.MustCompile(`(?s)<testcase name="task-0#0".*?</testcase>`).FindString(string(b))
+	golden := filepath.Join("..", "testdata", "show", "junit_failure.golden")
+	body = regexp.MustCompile(`(">)[^<&]*/claimed\.jsonl:`).ReplaceAllString(body, "${1}claimed.jsonl:") // the temporary directory
+	if *updateShow {
+		os.WriteFile(golden, []byte(body+"\n"), 0o644)
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body+"\n" != string(want) {
+		t.Errorf("JUnit test case of task-0#0: got\n%s\nwant (%s)\n%s", body, golden, want)
+	}
+}

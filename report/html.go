@@ -265,12 +265,13 @@ var checkPage = template.Must(template.New("check").Funcs(funcs).Parse(`<!DOCTYP
 <h2>Verdict transitions</h2>
 <div class="card" style="display:inline-block">{{heatmap .}}</div>
 <h2>Regressed and other mismatched responses</h2>
-{{if .Mismatches}}<table data-list="mismatches"><tr><th class="l">response</th><th class="l">data source</th><th>reference</th><th>new</th><th class="l">outcome</th><th class="l">differing cases</th></tr>
-{{range .Mismatches}}<tr><td class="l">row {{.Row}} response {{.Response}}</td><td class="l">{{.DataSource}}</td>
+{{if .Mismatches}}<table data-list="mismatches"><tr><th class="l">response</th><th class="l">data source</th><th>reference</th><th>new</th><th class="l">outcome</th><th class="l">differing cases</th><th class="l">why</th></tr>
+{{range .Mismatches}}<tr><td class="l" title="row {{.Row}} response {{.Response}}">{{.Name}}</td><td class="l">{{.DataSource}}</td>
 <td>{{if .Reference}}{{f4 (deref .Reference)}}{{else}}–{{end}}</td><td>{{if .New}}{{f4 (deref .New)}}{{else}}–{{end}}</td><td class="l">{{.Outcome}}</td>
-<td class="l">{{range $i, $c := .Changes}}{{if $i}}, {{end}}case {{$c.Case}}: {{$c.From}}→{{$c.To}}{{end}}</td></tr>{{end}}</table>
+<td class="l">{{range $i, $c := .Changes}}{{if $i}}, {{end}}case {{$c.Case}}: {{$c.From}}→{{$c.To}}{{end}}</td>
+<td class="l">{{if .Reason}}<code>{{.Reason}}</code>{{end}}{{if .Code}}<details><summary>code</summary><pre>{{.Code}}</pre></details>{{end}}</td></tr>{{end}}</table>
 {{else}}<p>None.</p>{{end}}
-{{if .Flaky}}<h2>Flaky responses</h2><ul>{{range .Flaky}}<li>row {{.Row}} response {{.Response}} ({{.DataSource}}): {{.FlakyReason}}</li>{{end}}</ul>{{end}}
+{{if .Flaky}}<h2>Flaky responses</h2><ul>{{range .Flaky}}<li>{{.Name}} ({{.DataSource}}): {{.FlakyReason}}</li>{{end}}</ul>{{end}}
 </body></html>
 `))
 

@@ -253,6 +253,12 @@ func (r *jsonlReader) parseRow(raw []byte, no int) (Row, srcLine, error) {
 			row.RefScores = s
 		}
 	}
+	for _, k := range idKeys(r.opts) {
+		if v, ok := lookup(ms, k); ok && jsonKind(v) != 'n' {
+			row.TaskID = idText(v)
+			break
+		}
+	}
 	if key := r.opts.LanguageKey; key != "" {
 		if v, ok := lookup(ms, key); ok && jsonKind(v) != 'n' {
 			langs, _, reason := decodeResponses(v)

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -98,6 +99,7 @@ type parquetReader struct {
 	scoreLst bool
 	lang     *fieldPath
 	langLst  bool
+	taskID   *fieldPath // where a row's TaskID is
 
 	nextIndex int
 }
@@ -199,6 +201,12 @@ func (r *parquetReader) resolve() error {
 			r.opts.warn("%s: score column %q is %s, not a number or a list of numbers: no reference scores", r.path, sc.name, sc.typ)
 		}
 	}
+	for _, k := range idKeys(r.opts) {
+		if f, ok := resolveField(fields, k); ok {
+			r.taskID = &f
+			break
+		}
+	}
 	if r.opts.LanguageKey != "" {
 		lf, ok := resolveField(fields, r.opts.LanguageKey)
 		switch {
@@ -268,8 +276,16 @@ func (r *parquetReader) Next() (*Batch, error) {
 	if r.lang != nil {
 		lang = r.lang.chain(rec)
 	}
+	var ids []arrow.Array
+	if r.taskID != nil {
+		ids = r.taskID.chain(rec)
+	}
 	for i := range b.Rows {
 		b.Rows[i] = r.row(i, resp, gt, ds, score)
+		if ids != nil && !nullAt(ids, i) {
+			v, _ := json.Marshal(ids[len(ids)-1].GetOneForMarshal(i))
+			b.Rows[i].TaskID = idText(v)
+		}
 		if lang != nil && !nullAt(lang, i) {
 			b.Rows[i].Languages = stringsAt(lang[len(lang)-1], i, r.langLst)
 		}

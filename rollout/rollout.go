@@ -204,6 +204,9 @@ type Row struct {
 	// rollout dump each line is one response, and the lines of one prompt
 	// (rollout.n > 1) share its "input" within one step's file. A digest of
 	// the file name and that input; "" for dataset rows, a prompt each.
+	// TaskID is the row's id as the dataset names it (IDKey, else the
+	// first of DefaultIDKeys the row has); "" when none.
+	TaskID string
 	Prompt string
 	// InvalidUTF8Bytes counts the bytes of the row's line that were not
 	// valid UTF-8 and were replaced by U+FFFD (JSONL and dumps).
