@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -96,5 +97,38 @@ func TestCheckJUnitFailureBody(t *testing.T) {
 	}
 	if body+"\n" != string(want) {
 		t.Errorf("JUnit test case of task-0#0: got\n%s\nwant (%s)\n%s", body, golden, want)
+	}
+}
+
+// TestShowRolloutDump: show reads a rollout dump directory as verl wrote
+// it (no verl-score columns): each response with its code and the
+// trainer's score; --failed keeps those scored below 1.
+func TestShowRolloutDump(t *testing.T) {
+	files, _ := filepath.Glob("../testdata/dump/*.jsonl")
+	below := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var d struct{ Score float64 }
+			if err := json.Unmarshal([]byte(line), &d); err != nil {
+				t.Fatal(err)
+			}
+			if d.Score < 1 {
+				below++
+			}
+		}
+	}
+	code, stdout, stderr := run(context.Background(), "show", "../testdata/dump", "--failed")
+	if code != ExitOK {
+		t.Fatalf("show: exit %d\n%s", code, stderr)
+	}
+	if n := strings.Count(stdout, "not scored by verl-score"); n != below || n == 0 {
+		t.Errorf("show --failed of the dump shows %d responses, want the %d scored below 1", n, below)
+	}
+	if !strings.Contains(stdout, "code (python):") {
+		t.Errorf("no code shown:\n%s", stdout)
 	}
 }

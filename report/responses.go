@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,9 +28,13 @@ type Response struct {
 	// Code is the code extracted from the response as verl extracts it,
 	// and Fence the language of its fence; Text is the response itself
 	// when no code could be extracted.
-	Code     string         `json:"code,omitempty"`
-	Fence    string         `json:"fence,omitempty"`
-	Text     string         `json:"text,omitempty"`
+	Code  string `json:"code,omitempty"`
+	Fence string `json:"fence,omitempty"`
+	Text  string `json:"text,omitempty"`
+	// Unscored is set for a response read from a file verl-score did not
+	// score (a rollout dump): Reward is then the trainer's score, and
+	// there are no verdicts.
+	Unscored bool           `json:"unscored,omitempty"`
 	Verdicts []int8         `json:"verdicts"`
 	Statuses []string       `json:"statuses"`
 	Cases    []verdict.Case `json:"cases,omitempty"` // nil without a cases file
@@ -47,6 +52,9 @@ func (r *Response) Name() string {
 // Failed reports whether any case did not pass, or the response could not
 // be scored.
 func (r *Response) Failed() bool {
+	if r.Unscored {
+		return !(r.Reward >= 1)
+	}
 	if r.Error != "" || len(r.Verdicts) == 0 {
 		return true
 	}
@@ -61,8 +69,17 @@ func (r *Response) Failed() bool {
 // ReadResponses reads the responses of a scored output that keep selects
 // (all when keep is nil), in order, with their cases from the cases file
 // when casesPath is not "". keep sees a response without its cases.
+//
+// A rollout dump (a directory or a file) that verl-score did not score is
+// read too: its responses come with the trainer's score, unscored.
 func ReadResponses(scoredPath, casesPath string, opts rollout.Options, keep func(*Response) bool) ([]*Response, error) {
+	if st, err := os.Stat(scoredPath); err == nil && st.IsDir() {
+		return readUnscored(scoredPath, opts, keep)
+	}
 	sr, err := rollout.OpenScored(scoredPath, opts)
+	if errors.Is(err, rollout.ErrNotScored) {
+		return readUnscored(scoredPath, opts, keep)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -80,6 +97,10 @@ func ReadResponses(scoredPath, casesPath string, opts rollout.Options, keep func
 		row, err := sr.Next()
 		if errors.Is(err, io.EOF) {
 			break
+		}
+		if errors.Is(err, rollout.ErrNotScored) && len(out) == 0 {
+			sr.Close()
+			return readUnscored(scoredPath, opts, keep)
 		}
 		if err != nil {
 			return nil, err
@@ -121,6 +142,43 @@ func ReadResponses(scoredPath, casesPath string, opts rollout.Options, keep func
 		}
 	}
 	return out, nil
+}
+
+// readUnscored reads the responses of an input verl-score did not score,
+// with the reference score each row carries (a rollout dump's score).
+func readUnscored(path string, opts rollout.Options, keep func(*Response) bool) ([]*Response, error) {
+	in, err := rollout.OpenInput(path, nil, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer in.Close()
+	var out []*Response
+	for {
+		b, err := in.Next()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		for i := range b.Rows {
+			row := &b.Rows[i]
+			for j, text := range row.Responses {
+				r := &Response{Row: row.Index, Index: j, ID: row.TaskID, DataSource: row.DataSource, Unscored: true, Reward: math.NaN()}
+				if j < len(row.RefScores) {
+					r.Reward = row.RefScores[j]
+				}
+				if code, fence, ok := testcases.Extract(text, testcases.RuleVerl); ok {
+					r.Code, r.Fence = code, fence
+				} else {
+					r.Text = text
+				}
+				if keep == nil || keep(r) {
+					out = append(out, r)
+				}
+			}
+		}
+	}
 }
 
 // addCases gives each response its cases from a --cases-out file.

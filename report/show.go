@@ -32,7 +32,9 @@ func WriteText(w io.Writer, r *Response) error {
 	case r.Text != "":
 		fmt.Fprintf(b, "no code block; the response:\n%s\n", block(r.Text))
 	}
-	if r.Cases == nil {
+	if r.Unscored {
+		b.WriteString("not scored by verl-score: the reward is the trainer's score (verl-score run scores it, case by case)\n")
+	} else if r.Cases == nil {
 		fmt.Fprintf(b, "cases: %s\n", verdictList(r.Verdicts, r.Statuses))
 		if len(r.Verdicts) > 0 {
 			b.WriteString("(the run's --cases-out file, given with --cases, adds each case's input, output and stderr)\n")

@@ -119,6 +119,10 @@ type ScoredReader interface {
 	Close() error
 }
 
+// ErrNotScored is wrapped by the errors of OpenScored and Next when the
+// file lacks the result columns.
+var ErrNotScored = errors.New("not a verl-score output")
+
 // OpenScored opens an output written by Create (parquet or JSONL) to read
 // back the four result columns, the data source and the reference scores.
 func OpenScored(path string, opts Options) (ScoredReader, error) {
@@ -202,7 +206,7 @@ func (s *scoredJSONL) Next() (*ScoredRow, error) {
 	field := func(name string) (json.RawMessage, error) {
 		v, ok := get(ms, name)
 		if !ok {
-			return nil, fmt.Errorf("%s: field %q: missing (not a verl-score output?)", where, name)
+			return nil, fmt.Errorf("%s: field %q: missing (%w?)", where, name, ErrNotScored)
 		}
 		return v, nil
 	}
@@ -313,7 +317,7 @@ func openScoredParquet(path string, opts Options) (_ *scoredParquet, err error) 
 	for k, name := range ResultColumns {
 		idx := schema.FieldIndices(name)
 		if len(idx) == 0 {
-			return nil, fmt.Errorf("%s: no %q column (not a verl-score output?)", path, name)
+			return nil, fmt.Errorf("%s: no %q column (%w?)", path, name, ErrNotScored)
 		}
 		s.cols[k] = idx[0]
 	}
