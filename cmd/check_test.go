@@ -120,11 +120,11 @@ func TestCheckDumpEmbeddedSandbox(t *testing.T) {
 		// The worst first: row 3 (0 instead of 1), then row 0 (1 instead of 0.5).
 		var rows []string
 		for _, l := range strings.Split(out, "\n") {
-			if f := strings.Fields(l); len(f) > 8 && (f[7] == "regressed" || f[7] == "improved") {
-				rows = append(rows, f[0]+":"+f[7])
+			if f := strings.Fields(l); len(f) > 7 && (f[6] == "regressed" || f[6] == "improved") {
+				rows = append(rows, f[0]+" "+f[6])
 			}
 		}
-		if got, want := strings.Join(rows, " "), "3:regressed 0:improved"; got != want {
+		if got, want := strings.Join(rows, ", "), "3:0 regressed, 0:0 improved"; got != want {
 			t.Errorf("worst mismatches: got %q, want %q\n%s", got, want, out)
 		}
 		b, err := os.ReadFile(junit)
@@ -142,7 +142,7 @@ func TestCheckDumpEmbeddedSandbox(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(string(mdb), "| 3 | 0 | ") || !strings.Contains(string(mdb), "❌") {
+		if !strings.Contains(string(mdb), "| 3:0 | ") || !strings.Contains(string(mdb), "❌") {
 			t.Errorf("markdown lacks row 3 or the ❌ mark:\n%s", mdb)
 		}
 	})

@@ -2,6 +2,7 @@ package feed
 
 import (
 	"errors"
+	"path/filepath"
 
 	"github.com/verl-score/verl-score/rollout"
 	"github.com/verl-score/verl-score/score"
@@ -33,7 +34,7 @@ func Solutions(row *rollout.Row, defaultSource string, firstID int64) []score.So
 	}
 	var truth *score.Truth
 	if bad == nil {
-		truth = score.ParseTruth(row.GroundTruth)
+		truth = score.ParseTruthIn(row.GroundTruth, filepath.Dir(row.File))
 	}
 	src := row.SourceOr(defaultSource)
 	sols := make([]score.Solution, len(responses))

@@ -200,6 +200,7 @@ func Merge(opts MergeOptions) (*Summary, error) {
 		}
 	}
 	sum.finish(time.Duration(wall * float64(time.Second)))
+	sum.noteExecutionAccuracy()
 	if opts.Summary != "" {
 		if err := writeJSONAtomic(opts.Summary, sum); err != nil {
 			return sum, err

@@ -639,6 +639,7 @@ func (r *runner) finishSummary(interrupted bool, took time.Duration) {
 	if !r.eo.Compare.Exact() {
 		s.Compare = r.eo.Compare.String()
 	}
+	s.noteExecutionAccuracy()
 	s.Checker = r.eo.CheckerKey
 	if r.opts.Endpoints != nil {
 		s.Endpoints = r.opts.Endpoints()

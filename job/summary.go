@@ -122,16 +122,21 @@ type Group struct {
 	AuditFlagged  *int           `json:"audit_flagged,omitempty"`
 	AuditFlags    map[string]int `json:"audit_flags,omitempty"`
 	FlaggedList   []string       `json:"audit_flagged_responses,omitempty"`
+	// ExecutionAccuracy is, under --compare rows (result sets, as
+	// text-to-SQL compares them), the share of the responses whose every
+	// case's result set matched: the execution accuracy of text-to-SQL.
+	ExecutionAccuracy *float64 `json:"execution_accuracy,omitempty"`
 
-	sumPromptMeans float64
-	sumExactMeans  float64
-	hasExact       bool
-	meanPrompts    int
-	sumScores      float64
-	keptResponses  int
-	passSum        map[int]float64
-	passN          map[int]int
-	ks             []int // the k of pass@k; nil: 1 and the powers of two
+	correctResponses int
+	sumPromptMeans   float64
+	sumExactMeans    float64
+	hasExact         bool
+	meanPrompts      int
+	sumScores        float64
+	keptResponses    int
+	passSum          map[int]float64
+	passN            map[int]int
+	ks               []int // the k of pass@k; nil: 1 and the powers of two
 }
 
 func newGroup(ks []int) *Group {
@@ -364,6 +369,7 @@ func (g *Group) addRow(rec *rowRecord, mask bool) {
 	}
 	g.sumScores += sum
 	g.keptResponses += kept
+	g.correctResponses += correct
 	if kept > 0 {
 		g.sumPromptMeans += sum / float64(kept)
 		g.sumExactMeans += sumExact / float64(kept)
@@ -448,6 +454,28 @@ func (s *Summary) finish(wall time.Duration) {
 		s.CasesPerSec = float64(s.Overall.Cases-s.resumedCases) / s.WallSeconds
 	}
 	sort.Strings(s.order)
+}
+
+// noteExecutionAccuracy sets each group's execution accuracy when the
+// run compared result sets.
+func (s *Summary) noteExecutionAccuracy() {
+	if !strings.HasPrefix(s.Compare, "rows") {
+		return
+	}
+	for _, g := range append([]*Group{s.Overall}, mapValues(s.BySource)...) {
+		if g.keptResponses > 0 {
+			ea := float64(g.correctResponses) / float64(g.keptResponses)
+			g.ExecutionAccuracy = &ea
+		}
+	}
+}
+
+func mapValues[K comparable, V any](m map[K]V) []V {
+	out := make([]V, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
 }
 
 func allTrue(v []int8) bool {
@@ -569,6 +597,15 @@ func (s *Summary) WriteTable(w io.Writer) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "mean/prompt is verl's test_score/<data_source> (mean over prompts of their mean score)"+passNote(s.Overall, KsUpTo(s.PassK, maxK)))
+	if ea := s.Overall.ExecutionAccuracy; ea != nil {
+		fmt.Fprintf(w, "execution accuracy (result sets compared, --compare %s): %.4f", s.Compare, *ea)
+		for _, name := range s.order {
+			if g := s.BySource[name]; g.ExecutionAccuracy != nil && len(s.order) > 1 {
+				fmt.Fprintf(w, "; %s %.4f", name, *g.ExecutionAccuracy)
+			}
+		}
+		fmt.Fprintln(w)
+	}
 	fmt.Fprintf(w, "%s in %.1fs (%.1f cases/s)", text.Count(s.Overall.Cases-s.resumedCases, "case"), s.WallSeconds, s.CasesPerSec)
 	if s.Overall.Masked > 0 {
 		fmt.Fprintf(w, "; %s with infrastructure errors left out of the means", text.Count(s.Overall.Masked, "response"))

@@ -111,7 +111,7 @@ var verdictNames = []string{"True", "False", "-1", "-2", "-3", "-4"}
 
 // infraStatuses are the case statuses of infrastructure failures.
 var infraStatuses = map[string]bool{
-	"api_error": true, "sandbox_error": true, "checker_error": true, "unknown_failure": true,
+	"api_error": true, "sandbox_error": true, "checker_error": true, "reference_error": true, "unknown_failure": true,
 	"unknown_failure_state": true, "unexpected_success_state": true, "unknown_api_state": true,
 }
 

@@ -275,6 +275,9 @@ func (r *jsonlReader) parseRow(raw []byte, no int) (Row, srcLine, error) {
 // with every row lacking it the run would score nothing.
 func checkKeys(rows [][]member, name string, opts Options) error {
 	need := []struct{ what, key string }{{"response", opts.ResponseKey}, {"ground truth", opts.GroundTruthKey}}
+	if opts.Scored {
+		need = need[:1] // a scored output read for its responses
+	}
 	if opts.RequireDataSource {
 		need = append(need, struct{ what, key string }{"data source", opts.DataSourceKey})
 	}

@@ -100,6 +100,7 @@ type parquetReader struct {
 	lang     *fieldPath
 	langLst  bool
 	taskID   *fieldPath // where a row's TaskID is
+	hasGT    bool       // gt was found (not so in a scored output read with Options.Scored)
 
 	nextIndex int
 }
@@ -169,17 +170,21 @@ func (r *parquetReader) resolve() error {
 	r.resp = resp
 
 	gt, ok := resolveField(fields, r.opts.GroundTruthKey)
-	if !ok {
+	switch {
+	case !ok && r.opts.Scored:
+		// Reading a scored output for its responses: no ground truth needed.
+	case !ok:
 		return missing("ground truth", r.opts.GroundTruthKey)
-	}
-	switch gt.typ.(type) {
-	case *arrow.StructType, *arrow.MapType:
 	default:
-		if !isStringType(gt.typ) {
-			return fmt.Errorf("%s: ground truth column %q is %s, want a string or a struct", r.path, gt.name, gt.typ)
+		switch gt.typ.(type) {
+		case *arrow.StructType, *arrow.MapType:
+		default:
+			if !isStringType(gt.typ) {
+				return fmt.Errorf("%s: ground truth column %q is %s, want a string or a struct", r.path, gt.name, gt.typ)
+			}
 		}
+		r.gt, r.hasGT = gt, true
 	}
-	r.gt = gt
 
 	ds, ok := resolveField(fields, r.opts.DataSourceKey)
 	if !ok && r.opts.RequireDataSource {
@@ -265,8 +270,10 @@ func (r *parquetReader) Next() (*Batch, error) {
 	rec.Retain() // the record reader releases it on its next Read
 	b := &Batch{Rows: make([]Row, rec.NumRows()), rec: rec}
 	resp := r.resp.chain(rec)
-	gt := r.gt.chain(rec)
-	var ds, score, lang []arrow.Array
+	var gt, ds, score, lang []arrow.Array
+	if r.hasGT {
+		gt = r.gt.chain(rec)
+	}
 	if r.ds != nil {
 		ds = r.ds.chain(rec)
 	}
@@ -326,7 +333,9 @@ func (r *parquetReader) row(i int, resp, gt, ds, score []arrow.Array) Row {
 		row.DataSource = stringAt(ds[len(ds)-1], i)
 	}
 
-	if nullAt(gt, i) {
+	if gt == nil {
+		// no ground truth column (Options.Scored)
+	} else if nullAt(gt, i) {
 		rowErr(r.gt.name, "null")
 	} else if leaf := gt[len(gt)-1]; isStringType(leaf.DataType()) {
 		row.GroundTruth = appendQuoted(nil, stringAt(leaf, i))

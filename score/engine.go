@@ -5,8 +5,11 @@ package score
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -144,18 +147,48 @@ type Solution struct {
 // on first use. Solutions running at once may share it.
 type Truth struct {
 	raw  []byte
+	dir  string // where a database_file is resolved
 	once sync.Once
 	set  *testcases.Set
 	err  error
 }
 
 // ParseTruth returns raw as a Truth, to be parsed once when first used.
-func ParseTruth(raw []byte) *Truth { return &Truth{raw: raw} }
+func ParseTruth(raw []byte) *Truth { return &Truth{raw: raw, dir: "."} }
+
+// ParseTruthIn is ParseTruth for a row of an input in dir: a
+// database_file the ground truth names is read from there.
+func ParseTruthIn(raw []byte, dir string) *Truth { return &Truth{raw: raw, dir: dir} }
+
+// maxDatabaseBytes bounds a text-to-SQL database file sent with requests.
+const maxDatabaseBytes = 64 << 20
 
 // parsed parses the truth (once: every engine of a process has the same
-// checker key).
+// checker key), and reads the database file it names.
 func (t *Truth) parsed(checkerKey string) (*testcases.Set, error) {
-	t.once.Do(func() { t.set, t.err = testcases.ParseWith(t.raw, checkerKey) })
+	t.once.Do(func() {
+		t.set, t.err = testcases.ParseWith(t.raw, checkerKey)
+		if t.err != nil || t.set.DatabaseFile == "" {
+			return
+		}
+		path := t.set.DatabaseFile
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(t.dir, path)
+		}
+		st, err := os.Stat(path)
+		if err == nil && st.Size() > maxDatabaseBytes {
+			err = fmt.Errorf("%d bytes, more than the %d a request may carry", st.Size(), maxDatabaseBytes)
+		}
+		var b []byte
+		if err == nil {
+			b, err = os.ReadFile(path)
+		}
+		if err != nil {
+			t.set, t.err = nil, fmt.Errorf("%w: database_file %s: %v", testcases.ErrUnusable, path, err)
+			return
+		}
+		t.set.Files = map[string]string{filepath.Base(path): base64.StdEncoding.EncodeToString(b)}
+	})
 	return t.set, t.err
 }
 
@@ -355,6 +388,7 @@ type solState struct {
 	mu       sync.Mutex
 	firstCE  int // smallest case index known to be -4, or -1
 	sent     []bool
+	refOut   []*string // per case, the reference program's output (Set.Reference)
 	done     chan struct{}
 	finished bool
 }
@@ -603,13 +637,29 @@ func (e *Engine) request(st *solState, i int) *sandboxclient.Request {
 		Stdin:          c.Stdin,
 		MemoryLimitMB:  e.opts.MemoryLimitMB,
 		Language:       st.lang,
+		// A text-to-SQL database, when the ground truth names one; else
 		// Files and FetchFiles stay nil: the HTTP client sends {} and [].
+		Files: st.set.Files,
 	}
 }
 
 func (e *Engine) judge(st *solState, i int, resp *sandboxclient.Response, err error) verdict.Case {
 	c := &st.set.Cases[i]
+	if exp := st.expected(i); exp != c.Expected {
+		return judge.Case(i, c.Input, *exp, exp, resp, err)
+	}
 	return judge.Case(i, c.Input, c.ExpectedText, c.Expected, resp, err)
+}
+
+// expected is case i's expected output: the reference program's, once it
+// ran, else the ground truth's.
+func (st *solState) expected(i int) *string {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.refOut != nil && st.refOut[i] != nil {
+		return st.refOut[i]
+	}
+	return st.set.Cases[i].Expected
 }
 
 // finish settles st and releases it.

@@ -3,6 +3,7 @@ package score
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/verl-score/verl-score/sandboxclient"
 	"github.com/verl-score/verl-score/verdict"
@@ -27,10 +28,20 @@ const (
 // send runs case i; the caller hands it the case's slot of the limit,
 // held, which send gives back when the case is settled: only then, so that
 // a compile error is known before the next case of this solution can take
-// the slot.
+// the slot. A ground truth with a reference program has it run first, on
+// the same input and files: its output is the case's expected output.
 func (e *Engine) send(ctx context.Context, st *solState, i int, sl *slot) {
 	defer st.pending.Done()
 	defer sl.release()
+	extra := 0
+	if st.set.Reference != nil {
+		extra++
+		if failed := e.runReference(ctx, st, i, sl); failed != nil {
+			e.progress.InFlight.Add(-1)
+			e.record(ctx, st, i, *failed, sent, extra)
+			return
+		}
+	}
 	req := e.request(st, i)
 	resp, src, err := e.execute(ctx, st, i, req, sl)
 	e.progress.InFlight.Add(-1)
@@ -39,17 +50,23 @@ func (e *Engine) send(ctx context.Context, st *solState, i int, sl *slot) {
 	if src == sent && err == nil && e.opts.Cache != nil && !st.fresh && e.storable(cr) {
 		_ = e.opts.Cache.Put(keyOf(req), resp) // a cache that cannot write only costs speed
 	}
-	checkerRuns := 0
 	if st.set.Checker != nil || !e.opts.Compare.Exact() {
-		checkerRuns = e.rejudge(ctx, st, i, &cr, sl)
+		extra += e.rejudge(ctx, st, i, &cr, sl)
 	}
+	e.record(ctx, st, i, cr, src, extra)
+}
+
+// record keeps case i's result; extra counts the requests made for it
+// beside its own (a checker's, a reference program's).
+func (e *Engine) record(ctx context.Context, st *solState, i int, cr verdict.Case, src source, extra int) {
 	e.progress.CasesDone.Add(1)
 	if cr.Infra {
 		e.progress.InfraErrs.Add(1)
 	}
 	st.mu.Lock()
+	defer st.mu.Unlock()
 	st.res.Cases[i] = cr
-	st.res.CheckerRuns += checkerRuns
+	st.res.CheckerRuns += extra
 	switch src {
 	case shared:
 		st.res.Deduped++
@@ -67,7 +84,46 @@ func (e *Engine) send(ctx context.Context, st *solState, i int, sl *slot) {
 	if ctx.Err() != nil && cr.Status == verdict.StatusAPIError {
 		st.res.Aborted = true
 	}
-	st.mu.Unlock()
+}
+
+// runReference runs the ground truth's reference program on case i's
+// input and keeps its output as the case's expected output. It returns
+// the case's result when the reference did not finish: an error of the
+// dataset, not of the response, recorded as an infrastructure failure.
+func (e *Engine) runReference(ctx context.Context, st *solState, i int, sl *slot) *verdict.Case {
+	ref := st.set.Reference
+	req := e.request(st, i)
+	req.Code, req.Language = ref.Code, ref.Language
+	resp, _, err := e.execute(ctx, st, i, req, sl)
+	var why string
+	switch {
+	case err != nil:
+		why = err.Error()
+	case resp.Status == sandboxclient.StatusSuccess && resp.RunResult != nil && resp.RunResult.Status == sandboxclient.StepFinished:
+		out := resp.RunResult.Stdout
+		st.mu.Lock()
+		if st.refOut == nil {
+			st.refOut = make([]*string, len(st.set.Cases))
+		}
+		st.refOut[i] = &out
+		st.mu.Unlock()
+		return nil
+	case resp.CompileResult != nil && resp.CompileResult.Stderr != "" && resp.CompileResult.Status != sandboxclient.StepFinished:
+		why = resp.Status + ": " + resp.CompileResult.Stderr
+	case resp.RunResult != nil:
+		why = fmt.Sprintf("%s (%s): %s", resp.Status, resp.RunResult.Status, resp.RunResult.Stderr)
+	default:
+		why = resp.Status
+	}
+	c := &st.set.Cases[i]
+	msg := "the reference program (" + ref.Language + ") did not finish: " + strings.TrimSpace(why)
+	if ctx.Err() != nil {
+		msg = "not sent: run interrupted"
+		return &verdict.Case{Verdict: verdict.APIError, CaseIndex: i, Input: c.Input, ExpectedOutput: c.ExpectedText,
+			Status: verdict.StatusAPIError, APIRequestError: &msg, Infra: true}
+	}
+	return &verdict.Case{Verdict: verdict.APIError, CaseIndex: i, Input: c.Input, ExpectedOutput: c.ExpectedText,
+		Status: verdict.StatusReferenceError, APIRequestError: &msg, Infra: true}
 }
 
 // storable reports whether a verdict is deterministic enough to keep its

@@ -26,7 +26,8 @@ func (e *Engine) rejudge(ctx context.Context, st *solState, i int, cr *verdict.C
 		return 0
 	}
 	c := &st.set.Cases[i]
-	if c.Expected == nil || cr.Stdout == nil {
+	expected := st.expected(i)
+	if expected == nil || cr.Stdout == nil {
 		return 0
 	}
 	exact := cr.Verdict
@@ -41,10 +42,14 @@ func (e *Engine) rejudge(ctx context.Context, st *solState, i int, cr *verdict.C
 			e.checkerFailed(cr, fmt.Sprintf("checker not run: %v", err))
 			break
 		}
-		runs = e.runChecker(ctx, ch, c, cr)
+		runs = e.runChecker(ctx, ch, c, *expected, cr)
 	case exact == verdict.False:
 		callBased := st.set.FnName != "" && st.lang == "python"
-		if e.opts.Compare.Match(*cr.Stdout, *c.Expected, callBased) {
+		match := e.opts.Compare.Match
+		if st.set.Ordered {
+			match = e.opts.Compare.MatchOrdered
+		}
+		if match(*cr.Stdout, *expected, callBased) {
 			cr.Verdict, cr.Status = verdict.True, verdict.StatusSuccess
 		}
 	}
@@ -57,7 +62,7 @@ func (e *Engine) rejudge(ctx context.Context, st *solState, i int, cr *verdict.C
 // runChecker runs the problem's checker on case c's output and sets cr's
 // verdict from its exit code (testcases.CheckerAccepted and the rest). It
 // returns the requests made.
-func (e *Engine) runChecker(ctx context.Context, ch *testcases.Checker, c *testcases.Case, cr *verdict.Case) int {
+func (e *Engine) runChecker(ctx context.Context, ch *testcases.Checker, c *testcases.Case, expected string, cr *verdict.Case) int {
 	if ch.Err != "" {
 		e.checkerFailed(cr, ch.Err)
 		return 0
@@ -78,14 +83,14 @@ func (e *Engine) runChecker(ctx context.Context, ch *testcases.Checker, c *testc
 		Language:       ch.Language,
 	}
 	if ch.Framed() {
-		framed := testcases.Stdin(in, *cr.Stdout, *c.Expected)
+		framed := testcases.Stdin(in, *cr.Stdout, expected)
 		req.Stdin = &framed
 	} else {
 		b64 := base64.StdEncoding.EncodeToString
 		req.Files = map[string]string{
 			testcases.CheckerInput:  b64([]byte(in)),
 			testcases.CheckerOutput: b64([]byte(*cr.Stdout)),
-			testcases.CheckerAnswer: b64([]byte(*c.Expected)),
+			testcases.CheckerAnswer: b64([]byte(expected)),
 		}
 	}
 	resp, err := e.client.Run(ctx, req)

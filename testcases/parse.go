@@ -56,6 +56,16 @@ type Set struct {
 	// Checker is the problem's checker program, when the ground truth
 	// carries one under the key ParseWith was given; nil otherwise.
 	Checker *Checker
+	// Reference, when set, produces every case's expected output: Cases
+	// then have no Expected (reference.go). Ordered says its result is
+	// ordered (a gold query with ORDER BY), for the rows compare mode.
+	Reference *Program
+	Ordered   bool
+	// DatabaseFile is the text-to-SQL database file the ground truth
+	// names, a path beside the input; Files are the files sent with every
+	// request (name -> base64), the database's once it is read.
+	DatabaseFile string
+	Files        map[string]string
 }
 
 // Checker is a problem's own judge of an output (docs/semantics.md §10).
@@ -176,6 +186,9 @@ func ParseWith(raw []byte, checkerKey string) (*Set, error) {
 }
 
 func fromObject(obj *Object) (*Set, error) {
+	if set, ok, err := referenceSet(obj); ok {
+		return set, err
+	}
 	inputs, hasIn := obj.Get("inputs")
 	outputs, hasOut := obj.Get("outputs")
 	assertVal, hasAssert := obj.Get("assert_case")

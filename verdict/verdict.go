@@ -119,3 +119,8 @@ type Checker struct {
 // infrastructure error, not a wrong answer. A rejected output is a
 // wrong_answer.
 const StatusCheckerError = "checker_error"
+
+// StatusReferenceError is the status of a case whose reference program
+// (a ground truth that computes its expected outputs) did not finish:
+// the dataset's fault, counted as an infrastructure error.
+const StatusReferenceError = "reference_error"
