@@ -74,7 +74,7 @@ func Diff(a, b string, opts DiffOptions) (*Report, error) {
 		if len(xs) != len(ys) {
 			bd.note("rows", "A has %d rows, B has %d: the %d rows beyond the shorter one are missing", len(xs), len(ys), abs(len(xs)-len(ys)))
 		}
-		return bd.finish(), nil
+		return withCode(bd.finish(), b, opts.Reader), nil
 	}
 	byID := map[string][]int{}
 	for j, y := range ys {
@@ -116,7 +116,43 @@ func Diff(a, b string, opts DiffOptions) (*Report, error) {
 	if onlyA, onlyB := len(xs)-matched, len(ys)-matched; onlyA+onlyB > 0 {
 		bd.note("rows", "%d rows of A and %d of B have no counterpart: they are missing", onlyA, onlyB)
 	}
-	return bd.finish(), nil
+	return withCode(bd.finish(), b, opts.Reader), nil
+}
+
+// withCode gives each mismatch of r the start of its code in B (the newer
+// output). A B whose responses cannot be read leaves them without.
+func withCode(r *Report, b string, ro rollout.Options) *Report {
+	want := map[int][]*Item{} // B's row index -> its mismatched responses
+	for _, it := range r.Mismatches {
+		if it.bRow > 0 {
+			want[it.bRow-1] = append(want[it.bRow-1], it)
+		}
+	}
+	if len(want) == 0 {
+		return r
+	}
+	ro.Scored = true
+	rd, err := rollout.OpenInput(b, nil, ro)
+	if err != nil {
+		return r
+	}
+	defer rd.Close()
+	for len(want) > 0 {
+		batch, err := rd.Next()
+		if err != nil {
+			return r
+		}
+		for i := range batch.Rows {
+			row := &batch.Rows[i]
+			for _, it := range want[row.Index] {
+				if it.Response < len(row.Responses) {
+					it.Code = excerpt(row.Responses[it.Response])
+				}
+			}
+			delete(want, row.Index)
+		}
+	}
+	return r
 }
 
 // ErrNotSameInput: the two outputs diff was given were not made from the
@@ -182,7 +218,7 @@ func diffRow(bd *builder, x, y *rollout.ScoredRow, tol float64) {
 		}
 		if y != nil {
 			// Point at B: it is the newer output, the one to inspect.
-			it.File, it.Line = y.File, y.Line
+			it.File, it.Line, it.bRow = y.File, y.Line, y.Index+1
 		}
 		if j < na {
 			it.Reference = fptr(x.Rewards[j])

@@ -100,10 +100,11 @@ type Item struct {
 	// Reason says why a mismatch's new verdicts are what they are: its
 	// first failing case's cause (the first differing line, the exception,
 	// the compiler's error), stderr's tail, or the reward error; Code is
-	// the start of its code (check only: diff has no code).
+	// the start of its code (diff: in B).
 	Reason      string  `json:"reason,omitempty"`
 	Code        string  `json:"code,omitempty"`
 	Outcome     Outcome `json:"outcome"`
+	bRow        int     // diff: 1 + the row's index in B, 0 when B lacks it
 	FlakyReason string  `json:"flaky_reason,omitempty"`
 }
 
