@@ -516,6 +516,7 @@ func (r *Runner) runAs(ctx context.Context, s *Spec, uid int, fork bool, grp *cg
 	timedOut, cancelled, starved := false, false, false
 	var granted time.Duration // time given back for waiting (starve.go)
 	var waited time.Duration  // the busiest thread's wait at the last limit
+	ending := false           // the program had ended at a limit (starve.go)
 wait:
 	for {
 		select {
@@ -523,7 +524,14 @@ wait:
 		case <-timer.C:
 			if r.Iso.Contained || uid >= 0 || grp != nil {
 				elapsed := r.Now().Sub(start)
-				c := readStepCPU(r.procs(grp, uid, p.pid, elapsed))
+				procs := programs(r.procs(grp, uid, p.pid, elapsed))
+				if len(procs) == 0 && !ending {
+					// The program is over; its end is on its way.
+					ending = true
+					timer.Reset(endedGrace)
+					continue wait
+				}
+				c := readStepCPU(procs)
 				if grp != nil {
 					// The group counts the CPU of processes that ended too.
 					c.run = max(c.run, grp.CPU())

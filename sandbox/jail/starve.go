@@ -27,6 +27,11 @@ import (
 // run once more, alone among the sandbox's runs, and a starved answer
 // again is an infrastructure failure (status starved, -1), never a verdict.
 //
+// A step whose program has ended by its limit (no live process of it is
+// left: only zombies and the init that reaps them) finished in time, even
+// when the sandbox's side (the init's report, the fork server's answer)
+// has not told so yet: it is waited for, up to endedGrace, not timed out.
+//
 // The step's tasks are found by its user (steps under a user of their own)
 // or by its PID namespace (contained steps run as root); a step with
 // neither (isolation none, as root) keeps the plain wall-clock rule.
@@ -39,6 +44,9 @@ const (
 	// giving back; a step that waited less than that at its limit was
 	// not starved.
 	starveMin = 0.05
+	// endedGrace bounds the wait for a step whose program has ended at
+	// its limit but whose end has not been reported yet.
+	endedGrace = time.Second
 )
 
 // stepCPU is what the scheduler says of a step's live threads: the CPU
@@ -136,6 +144,37 @@ func started(dir string) time.Duration {
 		return 0
 	}
 	return time.Duration(ticks) * clockTick
+}
+
+// programs keeps, of a step's processes, those that are the program's and
+// still live: a process that ended (a zombie not yet reaped, or gone) has
+// nothing left to run, and a contained step's init (PID 1 of its
+// namespace) only reaps and reports. None left means the program is over
+// and what remains of the step is the sandbox's own bookkeeping.
+func programs(procs []string) []string {
+	out := procs[:0:0]
+	for _, dir := range procs {
+		b, err := os.ReadFile(dir + "/status")
+		if err != nil {
+			continue // gone
+		}
+		keep := true
+		for line := range bytes.SplitSeq(b, []byte("\n")) {
+			if v, ok := bytes.CutPrefix(line, []byte("State:")); ok {
+				if st := bytes.TrimSpace(v); len(st) > 0 && (st[0] == 'Z' || st[0] == 'X') {
+					keep = false
+				}
+			} else if v, ok := bytes.CutPrefix(line, []byte("NSpid:")); ok {
+				if f := bytes.Fields(v); len(f) > 1 && string(f[len(f)-1]) == "1" {
+					keep = false
+				}
+			}
+		}
+		if keep {
+			out = append(out, dir)
+		}
+	}
+	return out
 }
 
 // readStepCPU sums the schedstat of every thread of procs.

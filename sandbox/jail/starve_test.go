@@ -3,8 +3,10 @@
 package jail
 
 import (
+	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -60,5 +62,56 @@ func TestStepTasksAreTheSteps(t *testing.T) {
 	}
 	if c := readStepCPU(got); c.threads != 1 {
 		t.Errorf("schedstat of the sleep: %+v", c)
+	}
+}
+
+// TestProgramsAreWhatStillRuns: of a step's processes, one that ended (a
+// zombie its parent has not reaped) and the init of a PID namespace are
+// not the program's; a process that runs is. A step left with none has
+// ended, and is waited for rather than timed out.
+func TestProgramsAreWhatStillRuns(t *testing.T) {
+	live := exec.Command("/bin/sleep", "30")
+	if err := live.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { live.Process.Kill(); live.Wait() }()
+	ended := exec.Command("/bin/true")
+	if err := ended.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer ended.Wait()
+	for !isZombie(strconv.Itoa(ended.Process.Pid)) {
+		time.Sleep(time.Millisecond)
+	}
+	dir := func(pid int) string { return "/proc/" + strconv.Itoa(pid) }
+	procs := []string{dir(live.Process.Pid), dir(ended.Process.Pid), "/proc/0"}
+
+	// A sleep that is PID 1 of a namespace of its own, as a contained
+	// step's init is (needs root and unshare).
+	init := exec.Command("unshare", "--pid", "--fork", "/bin/sleep", "30")
+	if err := init.Start(); err == nil {
+		defer func() { init.Process.Kill(); init.Wait() }()
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) {
+			kids, _ := os.ReadFile(dir(init.Process.Pid) + "/task/" + strconv.Itoa(init.Process.Pid) + "/children")
+			if f := strings.Fields(string(kids)); len(f) == 1 {
+				procs = append(procs, "/proc/"+f[0])
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	if len(procs) < 4 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("no PID namespace could be made (unshare --pid --fork): CI has them")
+		}
+		t.Logf("SKIPPED in part: no PID namespace here, the init case is not checked")
+	}
+	got := programs(procs)
+	if len(got) != 1 || got[0] != dir(live.Process.Pid) {
+		t.Errorf("programs(%v) = %v, want only the live sleep", procs, got)
+	}
+	if got := programs(procs[1:]); len(got) != 0 {
+		t.Errorf("with only the zombie, the gone and the init: %v, want none", got)
 	}
 }
