@@ -30,6 +30,7 @@ func sandboxClient(cfg *config.Config, warn io.Writer) (sandboxclient.Client, st
 		retry := sandboxclient.DefaultRetryPolicy()
 		retry.Overload = cfg.RetryOverload
 		retry.SandboxErrorAttempts = cfg.RetrySandboxErrors
+		retry.OutageGrace = cfg.OutageGrace
 		header := http.Header{}
 		for _, h := range cfg.SandboxHeader {
 			name, value, err := sandboxclient.ParseHeader(h)
@@ -39,18 +40,29 @@ func sandboxClient(cfg *config.Config, warn io.Writer) (sandboxclient.Client, st
 			header.Add(name, value)
 		}
 		ho := sandboxclient.HTTPOptions{URL: cfg.SandboxURL[0], MaxConns: cfg.Engine.MaxConcurrent, Retry: retry, Header: header}
-		if len(cfg.SandboxURL) == 1 {
+		if len(cfg.SandboxURL) == 1 && !cfg.AdaptiveConcurrency {
 			c, err := sandboxclient.NewHTTPClient(ho)
 			if err != nil {
 				return nil, "", nil, err
 			}
 			return c, "SandboxFusion at " + sandboxclient.RedactURL(c.URL()), c.CloseIdleConnections, nil
 		}
-		f, err := sandboxclient.NewFleet(sandboxclient.FleetOptions{URLs: cfg.SandboxURL, HTTP: ho})
+		fo := sandboxclient.FleetOptions{URLs: cfg.SandboxURL, HTTP: ho}
+		if cfg.AdaptiveConcurrency {
+			fo.Adaptive = &sandboxclient.AdaptiveOptions{Max: cfg.Engine.MaxConcurrent}
+		}
+		f, err := sandboxclient.NewFleet(fo)
 		if err != nil {
 			return nil, "", nil, err
 		}
-		return f, fmt.Sprintf("%d SandboxFusion endpoints (%s)", len(cfg.SandboxURL), f.Describe()), f.Close, nil
+		desc := fmt.Sprintf("%d SandboxFusion endpoints (%s)", len(cfg.SandboxURL), f.Describe())
+		if len(cfg.SandboxURL) == 1 {
+			desc = "SandboxFusion at " + f.Describe()
+		}
+		if cfg.AdaptiveConcurrency {
+			desc += fmt.Sprintf(", requests in flight adapting up to %d", cfg.Engine.MaxConcurrent)
+		}
+		return f, desc, f.Close, nil
 	}
 	so := cfg.Sandbox
 	so.Warn, so.PythonPrelude = warn, testcases.DriverHead

@@ -12,7 +12,9 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cast"
 	"github.com/spf13/pflag"
@@ -43,6 +45,11 @@ type Config struct {
 	SandboxHeader      []string
 	RetryOverload      bool
 	RetrySandboxErrors int
+	// AdaptiveConcurrency: max_concurrent is auto, and Engine.MaxConcurrent
+	// its ceiling.
+	AdaptiveConcurrency bool
+	// OutageGrace bounds the overload retries of a request by time.
+	OutageGrace time.Duration
 
 	Cache      string
 	CacheKey   string
@@ -141,6 +148,52 @@ func oneOf(what string, choices ...string) func(string) error {
 	}
 }
 
+// DefaultAutoCeiling is the ceiling of --max-concurrent auto: the
+// concurrency of verl's own examples.
+const DefaultAutoCeiling = 256
+
+// ParseConcurrency reads max_concurrent: a positive number, or auto
+// (auto:N with a ceiling N); it returns the number of requests in flight
+// (the ceiling, for auto) and whether it adapts.
+func ParseConcurrency(s string) (n int, auto bool, err error) {
+	s = strings.TrimSpace(s)
+	rest, auto := strings.CutPrefix(s, "auto")
+	if auto {
+		if rest == "" {
+			return DefaultAutoCeiling, true, nil
+		}
+		if rest, ok := strings.CutPrefix(rest, ":"); ok {
+			if n, err := strconv.Atoi(rest); err == nil && n > 0 {
+				return n, true, nil
+			}
+		}
+		return 0, false, fmt.Errorf("max_concurrent must be a positive number, auto or auto:N with N > 0, got %q", s)
+	}
+	n, err = strconv.Atoi(s)
+	if err != nil || n <= 0 {
+		return 0, false, fmt.Errorf("max_concurrent must be positive (or auto), got %q", s)
+	}
+	return n, false, nil
+}
+
+// parseGrace reads outage_grace: a Go duration or a number of seconds,
+// not negative.
+func parseGrace(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		f, ferr := strconv.ParseFloat(s, 64)
+		if ferr != nil || f != f {
+			return 0, fmt.Errorf("outage_grace must be a duration such as 30s or a number of seconds, got %q", s)
+		}
+		d = time.Duration(f * float64(time.Second))
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("outage_grace must not be negative, got %q", s)
+	}
+	return d, nil
+}
+
 // Settings lists every key, in the order `verl-score config` prints them.
 func Settings() []Setting {
 	return []Setting{
@@ -148,8 +201,11 @@ func Settings() []Setting {
 			Usage: "SandboxFusion run_code URL; repeat it (or separate with commas, as in env SANDBOX_FUSION_URL) for a fleet of endpoints, each optionally ending in #weight=N; empty runs code in the embedded sandbox"},
 		{Key: "sandbox_header", Default: []string{}, Commands: scoring, Redact: sandboxclient.RedactHeader, Set: to(func(c *Config) *[]string { return &c.SandboxHeader }),
 			Usage: "header 'Name: value' sent with every sandbox request, e.g. 'Authorization: Bearer $TOKEN' ($VAR is taken from the environment); repeatable; never printed"},
-		{Key: "max_concurrent", Default: 64, Commands: scoring, Set: to(func(c *Config) *int { return &c.Engine.MaxConcurrent }, positive[int]("max_concurrent")),
-			Usage: "requests in flight across all responses and cases"},
+		{Key: "max_concurrent", Default: "64", Commands: scoring, Set: parsed(func(c *Config, s string) (err error) {
+			c.Engine.MaxConcurrent, c.AdaptiveConcurrency, err = ParseConcurrency(s)
+			return
+		}),
+			Usage: "requests in flight across all responses and cases; auto (or auto:N, N the ceiling, default " + strconv.Itoa(DefaultAutoCeiling) + ") sizes each sandbox endpoint's share from its answers"},
 		{Key: "timeout", Default: 10.0, Commands: scoring, Set: to(func(c *Config) *float64 { return &c.Engine.Timeout }, positive[float64]("timeout")),
 			Usage: "compile and run timeout of each case, in seconds"},
 		{Key: "memory_limit_mb", Default: 1024, Commands: scoring, Set: to(func(c *Config) *int { return &c.Engine.MemoryLimitMB }, positive[int]("memory_limit_mb")),
@@ -205,6 +261,11 @@ func Settings() []Setting {
 			Usage: "the k of pass@k in the summary, separated by commas, e.g. 1,5,10,100 (each over the prompts with at least k responses; the summary says how many); default 1 and the powers of two"},
 		{Key: "cases_out_max_text", Default: 4096, Commands: Run, Set: to(func(c *Config) *int { return &c.CasesOutMaxText }),
 			Usage: "bytes of stdout/stderr kept per case in --cases-out"},
+		{Key: "outage_grace", Default: "30s", Commands: scoring, Set: parsed(func(c *Config, s string) (err error) {
+			c.OutageGrace, err = parseGrace(s)
+			return
+		}),
+			Usage: "how long a sandbox endpoint may refuse or shed requests before they fail (-1): a duration such as 30s or 2m, or seconds; 0 gives up after 5 attempts"},
 		{Key: "retry_overload", Default: true, Commands: scoring, Set: to(func(c *Config) *bool { return &c.RetryOverload }),
 			Usage: "retry 429, 503 and refused/reset connections with backoff"},
 		{Key: "retry_sandbox_errors", Default: 1, Commands: scoring, Set: to(func(c *Config) *int { return &c.RetrySandboxErrors }, func(n int) error {

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 	"github.com/verl-score/verl-score/score"
@@ -159,7 +160,7 @@ func TestFlagAlias(t *testing.T) {
 func TestEverySettingReachesTheConfig(t *testing.T) {
 	other := map[string]string{ // values of the settings whose default cannot be bumped blindly
 		"mode": "all", "extract": "prime", "compare": "tokens", "data_source_key": "src", "infra_errors": "mask",
-		"pass_k": "1,3", "isolation": "none", "language": "cpp",
+		"pass_k": "1,3", "isolation": "none", "language": "cpp", "max_concurrent": "auto:32", "outage_grace": "5s",
 	}
 	base, _, err := load(t, nil)
 	if err != nil {
@@ -231,5 +232,37 @@ func TestListSettingsAndRedaction(t *testing.T) {
 	c, _, err = load(t, []string{"--sandbox-url", "http://p/run_code", "--sandbox-url", "http://q/run_code"})
 	if err != nil || strings.Join(c.SandboxURL, " ") != "http://p/run_code http://q/run_code" {
 		t.Errorf("repeated --sandbox-url: %q, %v", c.SandboxURL, err)
+	}
+}
+
+// TestConcurrencyAndGraceValues: max_concurrent takes a number, auto or
+// auto:N; outage_grace a duration or seconds; anything else names the key.
+func TestConcurrencyAndGraceValues(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		auto bool
+		bad  bool
+	}{
+		{"64", 64, false, false}, {"auto", DefaultAutoCeiling, true, false}, {"auto:32", 32, true, false},
+		{"0", 0, false, true}, {"auto:0", 0, false, true}, {"autox", 0, false, true}, {"auto:", 0, false, true}, {"-3", 0, false, true},
+	} {
+		n, auto, err := ParseConcurrency(tc.in)
+		if (err != nil) != tc.bad || (!tc.bad && (n != tc.n || auto != tc.auto)) {
+			t.Errorf("ParseConcurrency(%q) = %d, %v, %v", tc.in, n, auto, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "max_concurrent") {
+			t.Errorf("error %q does not name the key", err)
+		}
+	}
+	for in, want := range map[string]time.Duration{"30s": 30 * time.Second, "2m": 2 * time.Minute, "12.5": 12500 * time.Millisecond, "0": 0} {
+		if d, err := parseGrace(in); err != nil || d != want {
+			t.Errorf("parseGrace(%q) = %v, %v, want %v", in, d, err, want)
+		}
+	}
+	for _, in := range []string{"-1s", "soon", "NaN"} {
+		if _, err := parseGrace(in); err == nil || !strings.Contains(err.Error(), "outage_grace") {
+			t.Errorf("parseGrace(%q): %v, want an error naming outage_grace", in, err)
+		}
 	}
 }

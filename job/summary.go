@@ -636,13 +636,22 @@ func (s *Summary) WriteTable(w io.Writer) {
 	}
 	if len(s.Endpoints) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "endpoint\tweight\trequests\terrors\tejections\tmean latency ms\t")
+		adaptive := s.Endpoints[0].Adaptive != nil
+		head := "endpoint\tweight\trequests\terrors\tejections\tmean latency ms\t"
+		if adaptive {
+			head += "limit (lowest-highest)\tshed\t"
+		}
+		fmt.Fprintln(tw, head)
 		for _, e := range s.Endpoints {
 			name := e.URL
 			if e.Ejected {
 				name += " (out of rotation at the end)"
 			}
-			fmt.Fprintf(tw, "%s\t%g\t%d\t%d\t%d\t%.1f\t\n", name, e.Weight, e.Requests, e.Errors, e.Ejections, e.MeanLatencyMS)
+			fmt.Fprintf(tw, "%s\t%g\t%d\t%d\t%d\t%.1f\t", name, e.Weight, e.Requests, e.Errors, e.Ejections, e.MeanLatencyMS)
+			if a := e.Adaptive; a != nil {
+				fmt.Fprintf(tw, "%d (%d-%d)\t%d\t", a.Limit, a.Lowest, a.Highest, a.Overloads)
+			}
+			fmt.Fprintln(tw)
 		}
 		tw.Flush()
 	}

@@ -10,3 +10,6 @@ var (
 
 // SetMaxBody lowers c's cap on a response body.
 func SetMaxBody(c *HTTPClient, n int64) { c.maxBody = n }
+
+// NeverAnsweredLimit is neverAnsweredLimit, for the tests.
+const NeverAnsweredLimit = neverAnsweredLimit

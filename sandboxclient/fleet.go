@@ -40,6 +40,10 @@ type FleetOptions struct {
 	// ProbeEvery is the wait before the first probe; 0 means
 	// DefaultProbeEvery.
 	ProbeEvery time.Duration
+	// Adaptive, when set, gives each endpoint a limit on its requests in
+	// flight that adapts to its answers (adaptive.go); a request waits in
+	// the fleet while every endpoint it may go to is at its limit.
+	Adaptive *AdaptiveOptions
 }
 
 // Fleet is a Client over several SandboxFusion endpoints. Each request
@@ -64,6 +68,7 @@ type endpoint struct {
 	client   *HTTPClient
 	weight   float64
 	inFlight atomic.Int64
+	lim      *adaptive // nil: no limit of its own
 
 	mu        sync.Mutex
 	failures  int // in a row
@@ -84,6 +89,9 @@ type EndpointStats struct {
 	Ejections     int64   `json:"ejections"`
 	MeanLatencyMS float64 `json:"mean_latency_ms"`
 	Ejected       bool    `json:"ejected_at_end"`
+	// Adaptive is where the endpoint's adaptive limit went (--max-concurrent
+	// auto); nil without one.
+	Adaptive *AdaptiveStats `json:"adaptive,omitempty"`
 }
 
 // NewFleet builds a client over opts.URLs.
@@ -123,7 +131,15 @@ func NewFleet(opts FleetOptions) (*Fleet, error) {
 			return nil, fmt.Errorf("sandbox url %s is given twice", RedactURL(c.url))
 		}
 		seen[c.url] = true
-		f.eps = append(f.eps, &endpoint{client: c, weight: w})
+		ep := &endpoint{client: c, weight: w}
+		if a := opts.Adaptive; a != nil {
+			ao := *a
+			if ao.Max <= 0 {
+				ao.Max = DefaultMaxConns
+			}
+			ep.lim = newAdaptive(ao)
+		}
+		f.eps = append(f.eps, ep)
 	}
 	f.retry, f.sleep = fleetRetry, f.eps[0].client.sleep
 	return f, nil
@@ -179,6 +195,10 @@ func (f *Fleet) Stats() []EndpointStats {
 			out[i].MeanLatencyMS = float64(ep.latency.Microseconds()) / 1000 / float64(ep.answered)
 		}
 		ep.mu.Unlock()
+		if ep.lim != nil {
+			st := ep.lim.stats()
+			out[i].Adaptive = &st
+		}
 	}
 	return out
 }
@@ -186,43 +206,72 @@ func (f *Fleet) Stats() []EndpointStats {
 // pick chooses the endpoint for the next attempt among those not tried
 // yet: the one in rotation with the fewest in flight per weight, or, when
 // every untried one is ejected, the ejected one with the fewest (it may
-// have recovered; trying beats failing without a try). nil when every
-// endpoint was tried.
-func (f *Fleet) pick(tried []bool) *endpoint {
-	var best *endpoint
-	bestIdx, bestLoad, bestEjected := -1, 0.0, true
-	for i, ep := range f.eps {
-		if tried[i] {
-			continue
+// have recovered; trying beats failing without a try). An endpoint with an
+// adaptive limit is chosen only with a place free under it, which the
+// caller then holds; when every untried endpoint is at its limit, pick
+// waits for a place. nil when every endpoint was tried.
+func (f *Fleet) pick(ctx context.Context, tried []bool) (*endpoint, error) {
+	for {
+		var best *endpoint
+		bestIdx, bestLoad, bestEjected := -1, 0.0, true
+		var full []<-chan struct{}
+		for i, ep := range f.eps {
+			if tried[i] {
+				continue
+			}
+			if ep.lim != nil {
+				wake := ep.lim.waitChan()
+				ep.lim.mu.Lock()
+				free := ep.lim.inFlight < ep.lim.current()
+				ep.lim.mu.Unlock()
+				if !free {
+					full = append(full, wake)
+					continue
+				}
+			}
+			ep.mu.Lock()
+			ejected := ep.ejected
+			ep.mu.Unlock()
+			load := float64(ep.inFlight.Load()) / ep.weight
+			if best == nil || (bestEjected && !ejected) || (ejected == bestEjected && load < bestLoad) {
+				best, bestIdx, bestLoad, bestEjected = ep, i, load, ejected
+			}
 		}
-		ep.mu.Lock()
-		ejected := ep.ejected
-		ep.mu.Unlock()
-		load := float64(ep.inFlight.Load()) / ep.weight
-		if best == nil || (bestEjected && !ejected) || (ejected == bestEjected && load < bestLoad) {
-			best, bestIdx, bestLoad, bestEjected = ep, i, load, ejected
+		if best != nil && (best.lim == nil || best.lim.tryAcquire()) {
+			tried[bestIdx] = true
+			return best, nil
 		}
+		if best == nil && len(full) == 0 {
+			return nil, nil
+		}
+		if best == nil {
+			if err := waitAny(ctx, full); err != nil {
+				return nil, err
+			}
+		}
+		// A place taken between the look and the take: look again.
 	}
-	if best != nil {
-		tried[bestIdx] = true
-	}
-	return best
 }
 
 // Run sends req to the fleet. An endpoint failure moves the request to
 // another endpoint; when every endpoint failed, the fleet waits (the
-// overload backoff) and tries them all again, as often as the retry
-// policy allows overload retries, before the case fails.
+// overload backoff) and tries them all again, for as long as the retry
+// policy's outage grace (or as many rounds as its overload attempts,
+// without one), before the case fails.
 func (f *Fleet) Run(ctx context.Context, req *Request) (*Response, error) {
 	attempts := 0
 	var last *APIError
-	rounds := 1
-	if f.retry.Overload {
-		rounds = max(f.retry.OverloadAttempts, 1)
-	}
+	var out outage
 	for round := 1; ; round++ {
 		tried := make([]bool, len(f.eps))
-		for ep := f.pick(tried); ep != nil; ep = f.pick(tried) {
+		for {
+			ep, err := f.pick(ctx, tried)
+			if err != nil {
+				return nil, &APIError{Attempts: attempts, Err: fmt.Errorf("request cancelled: %w", err)}
+			}
+			if ep == nil {
+				break
+			}
 			resp, err := f.send(ctx, ep, req)
 			if resp != nil {
 				attempts += resp.Attempts
@@ -239,11 +288,12 @@ func (f *Fleet) Run(ctx context.Context, req *Request) (*Response, error) {
 			}
 			last = ae
 		}
-		if round >= rounds {
+		delay, ok := out.next(&f.retry, f.eps[0].client, round, last.StatusCode, 0)
+		if !ok {
 			return nil, &APIError{Attempts: attempts, StatusCode: last.StatusCode,
-				Err: fmt.Errorf("every sandbox endpoint failed (%d of them), the last with: %w", len(f.eps), last.Err)}
+				Err: fmt.Errorf("every sandbox endpoint failed (%d of them) %s, the last with: %w", len(f.eps), out.gaveUp(&f.retry, round), last.Err)}
 		}
-		if err := f.sleep(ctx, f.eps[0].client.backoff(round, 0)); err != nil {
+		if err := f.sleep(ctx, delay); err != nil {
 			return nil, &APIError{Attempts: attempts, Err: fmt.Errorf("retry cancelled: %w", err)}
 		}
 	}
@@ -255,6 +305,11 @@ func (f *Fleet) send(ctx context.Context, ep *endpoint, req *Request) (*Response
 	resp, err := ep.client.Run(ctx, req)
 	took := time.Since(start)
 	ep.inFlight.Add(-1)
+	if ep.lim != nil {
+		var ae *APIError
+		shed := err != nil && ctx.Err() == nil && errors.As(err, &ae) && isOverload(ae.StatusCode, ae.Err)
+		ep.lim.release(took, serverTime(resp), err == nil, shed)
+	}
 	ep.mu.Lock()
 	defer ep.mu.Unlock()
 	ep.requests++

@@ -68,6 +68,13 @@ type RetryPolicy struct {
 	OverloadBase time.Duration
 	// OverloadMax bounds every overload sleep, Retry-After included.
 	OverloadMax time.Duration
+	// OutageGrace, when positive, bounds overload retries by time instead
+	// of by OverloadAttempts: a request is retried until this long after
+	// its first overload failure (its sleeps counted, whatever the clock
+	// says), so an endpoint down or restarting for less costs no verdict.
+	// A connection refused or reset is tried again at least every
+	// outageProbe, so a server that is back is used within seconds.
+	OutageGrace time.Duration
 	// SandboxErrorAttempts is the number of attempts in all whose answer
 	// may have top-level status SandboxError; the last such answer is
 	// returned. 1 (or 0) means no retry, as verl. Retries use the overload
@@ -75,16 +82,75 @@ type RetryPolicy struct {
 	SandboxErrorAttempts int
 }
 
-// DefaultRetryPolicy is verl's 504 rule plus bounded overload retries:
-// 5 attempts, backoff from 500 ms up to 10 s, no SandboxError retry.
+// DefaultRetryPolicy is verl's 504 rule plus overload retries for up to
+// DefaultOutageGrace, backoff from 500 ms up to 10 s, no SandboxError
+// retry.
 func DefaultRetryPolicy() RetryPolicy {
 	return RetryPolicy{
 		Overload:             true,
 		OverloadAttempts:     5,
 		OverloadBase:         500 * time.Millisecond,
 		OverloadMax:          10 * time.Second,
+		OutageGrace:          DefaultOutageGrace,
 		SandboxErrorAttempts: 1,
 	}
+}
+
+// DefaultOutageGrace is how long an endpoint may be down or shedding load
+// before its requests fail: longer than a pod restart.
+const DefaultOutageGrace = 30 * time.Second
+
+// outageProbe bounds the sleep after a refused or reset connection while
+// the outage grace lasts.
+const outageProbe = 2 * time.Second
+
+// outage follows one request's overload failures and says whether, and
+// after how long, it is tried again: within the policy's OutageGrace, or,
+// without one, up to OverloadAttempts.
+type outage struct {
+	first time.Time
+	slept time.Duration
+}
+
+// next is the sleep before overload retry n (1-based) after a failure
+// with status (0: no answer) and the server's Retry-After; false when the
+// request gives up.
+func (o *outage) next(p *RetryPolicy, c *HTTPClient, n, status int, retryAfter time.Duration) (time.Duration, bool) {
+	if !p.Overload {
+		return 0, false
+	}
+	if p.OutageGrace <= 0 {
+		if n >= max(p.OverloadAttempts, 1) {
+			return 0, false
+		}
+		return c.backoff(n, retryAfter), true
+	}
+	now := c.now()
+	if o.first.IsZero() {
+		o.first = now
+	}
+	left := p.OutageGrace - max(now.Sub(o.first), o.slept)
+	if left <= 0 {
+		return 0, false
+	}
+	d := c.backoff(n, retryAfter)
+	if status == 0 {
+		d = min(d, outageProbe)
+	}
+	d = min(d, left)
+	o.slept += d
+	return d, true
+}
+
+// gaveUp says, for an error message, after what the retries stopped.
+func (o *outage) gaveUp(p *RetryPolicy, n int) string {
+	if !p.Overload {
+		return "(overload retries are off)"
+	}
+	if p.OutageGrace <= 0 {
+		return fmt.Sprintf("after %d overload attempts", n)
+	}
+	return fmt.Sprintf("for %v, the outage grace (%d attempts)", p.OutageGrace, n)
 }
 
 // VerlRetryPolicy is exactly verl's behaviour: only HTTP 504 is retried.
@@ -289,6 +355,7 @@ func (c *HTTPClient) Run(ctx context.Context, req *Request) (*Response, error) {
 	var (
 		attempts                     int
 		gateway, overload, sandboxEr int
+		out                          outage
 	)
 	for {
 		attempts++
@@ -318,10 +385,11 @@ func (c *HTTPClient) Run(ctx context.Context, req *Request) (*Response, error) {
 				err, RedactURL(c.url), c.unanswered.Load())}
 		case c.retry.Overload && isOverload(status, err):
 			overload++
-			if overload >= c.retry.OverloadAttempts {
-				return nil, &APIError{Attempts: attempts, StatusCode: status, Err: fmt.Errorf("%w (gave up after %d overload attempts)", err, overload)}
+			d, ok := out.next(&c.retry, c, overload, status, retryAfter)
+			if !ok {
+				return nil, &APIError{Attempts: attempts, StatusCode: status, Err: fmt.Errorf("%w (gave up %s)", err, out.gaveUp(&c.retry, overload))}
 			}
-			delay = c.backoff(overload, retryAfter)
+			delay = d
 		default:
 			return nil, &APIError{Attempts: attempts, StatusCode: status, Err: err}
 		}

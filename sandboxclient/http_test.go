@@ -411,10 +411,17 @@ func TestHTTPClientRetries(t *testing.T) {
 		{name: "503 then success", policy: DefaultRetryPolicy(),
 			replies:      []reply{{status: 503, body: []byte("busy")}, okReply(success)},
 			wantAttempts: 2, wantSleeps: []time.Duration{375 * time.Millisecond}, wantVerdict: verdict.True, wantStatus: verdict.StatusSuccess},
-		{name: "503 until the overload budget is spent", policy: DefaultRetryPolicy(),
+		{name: "503 until the overload attempts are spent", policy: attemptsPolicy(),
 			replies: []reply{{status: 503}, {status: 503}, {status: 503}, {status: 503}, {status: 503}},
 			// equal jitter with rand 0.5: 3/4 of 0.5, 1, 2, 4 s
 			wantAttempts: 5, wantSleeps: []time.Duration{375 * time.Millisecond, 750 * time.Millisecond, 1500 * time.Millisecond, 3 * time.Second},
+			wantVerdict: verdict.APIError, wantStatus: verdict.StatusAPIError, wantStatusCode: 503},
+		{name: "503 until the outage grace is spent", policy: DefaultRetryPolicy(),
+			replies: []reply{{status: 503}, {status: 503}, {status: 503}, {status: 503}, {status: 503}, {status: 503}, {status: 503}, {status: 503}, {status: 503}},
+			// 3/4 of 0.5, 1, 2, 4, 8, 10, 10 s (the cap), then what is left
+			// of the 30 s: the sleeps add up to the grace exactly.
+			wantAttempts: 9, wantSleeps: []time.Duration{375 * time.Millisecond, 750 * time.Millisecond, 1500 * time.Millisecond, 3 * time.Second,
+				6 * time.Second, 7500 * time.Millisecond, 7500 * time.Millisecond, 3375 * time.Millisecond},
 			wantVerdict: verdict.APIError, wantStatus: verdict.StatusAPIError, wantStatusCode: 503},
 		{name: "504 and 429 have separate budgets", policy: DefaultRetryPolicy(),
 			replies:      []reply{gw, {status: 429, header: map[string]string{"Retry-After": "1"}}, gw, okReply(success)},
@@ -528,7 +535,10 @@ func TestHTTPClientConnectionRefused(t *testing.T) {
 		wantDials  int
 		wantSleeps int
 	}{
-		{"default policy retries", DefaultRetryPolicy(), 5, 4},
+		// Within the outage grace, until the endpoint proves dead: it
+		// never answered, neverAnsweredLimit refusals.
+		{"default policy retries", DefaultRetryPolicy(), NeverAnsweredLimit, NeverAnsweredLimit - 1},
+		{"attempts policy retries", attemptsPolicy(), 5, 4},
 		{"verl policy gives up", VerlRetryPolicy(), 1, 0},
 	}
 	for _, tt := range tests {
@@ -929,3 +939,11 @@ type timeoutErr struct{}
 func (timeoutErr) Error() string   { return "i/o timeout" }
 func (timeoutErr) Timeout() bool   { return true }
 func (timeoutErr) Temporary() bool { return true }
+
+// attemptsPolicy bounds overload retries by count (5 attempts), not by
+// time: the policy before --outage-grace, and what OutageGrace 0 gives.
+func attemptsPolicy() RetryPolicy {
+	p := DefaultRetryPolicy()
+	p.OutageGrace = 0
+	return p
+}
