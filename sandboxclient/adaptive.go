@@ -10,38 +10,47 @@ import (
 // An adaptive limit sizes the requests in flight to one endpoint from
 // what the endpoint's answers say, instead of a number the user guessed.
 //
-// The signal is the time a request waited at the server for a slot. A
-// sandbox answer carries the time its steps took (compile_result and
-// run_result execution_time), so a request's round trip less those is
-// the server's overhead: the transfer, the process start, and the wait in
-// its queue. The least overhead seen lately is the part that is not
-// waiting; the rest of a request's overhead is queueing. By Little's law
-// the requests of this client waiting at the server are then, on average,
-// in-flight × queueing / round trip. That is TCP Vegas's estimate, with
-// the program's own run time taken out: a plain latency gradient (Netflix's
-// concurrency-limits) would read a slow program as a full server, and the
-// programs of one batch run from microseconds to their whole limit.
+// The signal is the share of a request's round trip it spent waiting at
+// the server for a slot. A server that says how long the request waited
+// (serve does, in QueueWaitHeader) is taken at its word. Otherwise it is
+// estimated: a sandbox answer carries the time its steps took
+// (compile_result and run_result execution_time), so the round trip less
+// those is the server's overhead (the transfer, the process start, the
+// wait); the least overhead seen lately is the part that is not waiting.
+// That is TCP Vegas's idea with the program's own run time taken out: a
+// plain latency gradient (Netflix's concurrency-limits) would read a slow
+// program as a full server, and the programs of one batch run from
+// microseconds to their whole limit.
 //
-// Each window (as many answers as the limit, about one round trip) the
-// limit moves:
+// The waiting share is the same for every client of a first-come server,
+// so the clients that share it read one signal, and the limit follows it
+// the way TCP's window follows loss, additive increase and multiplicative
+// decrease, which brings clients on one signal to equal shares with no
+// coordinator (Chiu and Jain). Each window (as many answers as the limit,
+// about one round trip):
+//   - waiting more than adaptWait of the round trip takes a tenth off; the
+//     server's queue then stays near adaptWait/(1-adaptWait) of its slots
+//     however many clients share it, never empty, so it stays busy;
+//   - less adds one (doubling while it has never seen the server queue:
+//     slow start, from a start far too low), if the limit was used;
 //   - an overload answer (429, 503, a refused or reset connection) halves
-//     it, once per window;
-//   - more than adaptBeta of this client's requests waiting takes half the
-//     excess off, so that a start far too high comes down in a few windows;
-//   - fewer than adaptAlpha waiting adds one (doubling while it has never
-//     seen the server queue: slow start, from a start far too low).
+//     the limit at once, once per window.
 //
-// Every client of a fleet aims at a few requests of its own in the queue,
-// no more: the server stays busy, and shards that share it hold about the
-// same number each, so a first-come queue gives them the same throughput
-// with no coordinator.
+// A start is a guess, and a guess far too high would send its whole
+// window at once into a server that sheds most of it. So the requests let
+// out open like TCP's window: from adaptOpening, doubling each window,
+// until they reach the limit or the server queues or sheds; then the
+// limit starts from there.
 const (
-	adaptAlpha = 2.0
-	adaptBeta  = 4.0
+	// adaptWait is the share of the round trip spent waiting that the
+	// limit holds the server's queue at.
+	adaptWait = 0.2
 	// adaptBaseline is how many answers the least overhead is kept over
 	// before the newest window's least replaces it: a server whose
 	// fixed costs change is followed.
 	adaptBaseline = 500
+	// adaptOpening is how many requests the first window lets out.
+	adaptOpening = 4.0
 )
 
 // AdaptiveOptions configure an adaptive limit per endpoint.
@@ -57,6 +66,7 @@ type AdaptiveOptions struct {
 type adaptive struct {
 	mu       sync.Mutex
 	limit    float64
+	opening  float64 // while below limit, the requests let out (see above)
 	min, max float64
 	inFlight int
 	// wake is closed and replaced whenever a place frees.
@@ -66,7 +76,7 @@ type adaptive struct {
 	// The current window: answers, summed estimate of queued requests,
 	// whether it saw an overload.
 	winN, winSize int
-	winQueued     float64
+	winWait       float64 // the waiting shares summed
 	winOverload   bool
 	// The least overhead: of the baseline period and of the current one.
 	base, next  time.Duration
@@ -88,14 +98,16 @@ func newAdaptive(o AdaptiveOptions) *adaptive {
 		o.Start = 8
 	}
 	start := float64(min(max(o.Start, o.Min), o.Max))
-	a := &adaptive{limit: start, min: float64(o.Min), max: float64(o.Max), wake: make(chan struct{}), slowStart: true,
-		base: -1, next: -1, lowest: start, highest: start}
+	a := &adaptive{limit: start, opening: min(start, adaptOpening), min: float64(o.Min), max: float64(o.Max), wake: make(chan struct{}), slowStart: true,
+		base: -1, next: -1}
+	a.lowest, a.highest = float64(a.current()), float64(a.current())
 	a.winSize = int(math.Ceil(start))
 	return a
 }
 
-// current is the limit as a whole number of requests.
-func (a *adaptive) current() int { return max(int(a.limit), 1) }
+// current is the limit (or, while opening, the opening) as a whole
+// number of requests.
+func (a *adaptive) current() int { return max(int(min(a.limit, a.opening)), 1) }
 
 // tryAcquire takes a place if one is free.
 func (a *adaptive) tryAcquire() bool {
@@ -115,17 +127,19 @@ func (a *adaptive) waitChan() <-chan struct{} {
 	return a.wake
 }
 
-// release gives a place back after a request of round trip rtt whose
-// answer says its steps took server (0 when there was no answer); overload
-// says the endpoint shed it.
-func (a *adaptive) release(rtt, server time.Duration, answered, overload bool) {
+// release gives a place back after a request of round trip rtt and answer
+// resp (nil when there was none); overload says the endpoint shed it.
+func (a *adaptive) release(rtt time.Duration, resp *Response, overload bool) {
+	answered := resp != nil
+	server := serverTime(resp)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	inFlight := float64(a.inFlight)
 	a.inFlight--
 	if overload {
 		a.overloads++
-		a.winOverload = true
+		if !a.winOverload {
+			a.shed()
+		}
 	} else if answered && rtt > 0 {
 		over := max(rtt-server, 0)
 		if a.next < 0 || over < a.next {
@@ -138,7 +152,12 @@ func (a *adaptive) release(rtt, server time.Duration, answered, overload bool) {
 			a.base, a.next, a.baseSamples = a.next, -1, 0
 		}
 		queueing := max(over-a.base, 0)
-		a.winQueued += inFlight * float64(queueing) / float64(rtt)
+		if resp.QueueWaitKnown {
+			// The server said how long it waited: no estimate needed,
+			// and clients that share it read the same queue.
+			queueing = resp.QueueWait
+		}
+		a.winWait += float64(queueing) / float64(rtt)
 	}
 	a.winN++
 	if a.winN >= a.winSize {
@@ -148,36 +167,61 @@ func (a *adaptive) release(rtt, server time.Duration, answered, overload bool) {
 	a.wake = make(chan struct{})
 }
 
+// shed answers the first overload of a window at once (the requests let
+// out meanwhile would be shed too): the limit halves and the window starts
+// again; the overloads of requests already sent count in it but cut no
+// more.
+func (a *adaptive) shed() {
+	a.limit = max(float64(a.current())/2, a.min)
+	a.opening = math.Inf(1)
+	a.slowStart = false
+	a.lowest = min(a.lowest, float64(a.current()))
+	a.winN, a.winWait, a.winOverload = 0, 0, true
+	a.winSize = max(a.current(), a.inFlight)
+}
+
 // adjust ends a window and moves the limit.
 func (a *adaptive) adjust() {
-	queued := a.winQueued / float64(a.winN)
+	wait := a.winWait / float64(a.winN)
+	used := a.inFlight+1 >= a.current()
+	if a.opening < a.limit {
+		if !a.winOverload && wait <= adaptWait {
+			a.opening *= 2
+			a.winN, a.winWait = 0, 0
+			a.winSize = a.current()
+			a.highest = max(a.highest, float64(a.current()))
+			return
+		}
+		// The server queued or shed at the opening: that is where the
+		// limit starts, and moves from.
+		a.limit = a.opening
+	}
+	a.opening = math.Inf(1)
 	switch {
 	case a.winOverload:
-		a.limit /= 2
+		// Cut already, at the overload.
+	case wait > adaptWait:
+		a.limit *= 0.9
 		a.slowStart = false
-	case queued > adaptBeta:
-		a.limit -= max(1, (queued-(adaptAlpha+adaptBeta)/2)/2)
-		a.slowStart = false
-	case queued < adaptAlpha && a.inFlight+1 >= a.current():
+	case used && a.slowStart && wait < adaptWait/3:
+		a.limit *= 2
+	case used:
 		// Only a limit that is used grows: a client that cannot fill it
 		// learns nothing about the server.
-		if a.slowStart {
-			a.limit *= 2
-		} else {
-			a.limit++
-		}
+		a.limit++
 	}
 	a.limit = min(max(a.limit, a.min), a.max)
-	a.lowest, a.highest = min(a.lowest, a.limit), max(a.highest, a.limit)
-	a.winN, a.winQueued, a.winOverload = 0, 0, false
+	c := float64(a.current())
+	a.lowest, a.highest = min(a.lowest, c), max(a.highest, c)
+	a.winN, a.winWait, a.winOverload = 0, 0, false
 	a.winSize = a.current()
 }
 
 // AdaptiveStats say where an endpoint's limit went.
 type AdaptiveStats struct {
-	Limit     int   `json:"limit"`      // at the end
-	Lowest    int   `json:"lowest"`     // over the run
-	Highest   int   `json:"highest"`    // over the run
+	Limit     int   `json:"limit"`     // at the end
+	Lowest    int   `json:"lowest"`    // over the run
+	Highest   int   `json:"highest"`   // over the run
 	Overloads int64 `json:"overloads"` // answers that shed the request
 }
 

@@ -308,7 +308,7 @@ func (f *Fleet) send(ctx context.Context, ep *endpoint, req *Request) (*Response
 	if ep.lim != nil {
 		var ae *APIError
 		shed := err != nil && ctx.Err() == nil && errors.As(err, &ae) && isOverload(ae.StatusCode, ae.Err)
-		ep.lim.release(took, serverTime(resp), err == nil, shed)
+		ep.lim.release(took, resp, shed)
 	}
 	ep.mu.Lock()
 	defer ep.mu.Unlock()

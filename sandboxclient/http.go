@@ -517,6 +517,9 @@ func (c *HTTPClient) attempt(ctx context.Context, body *sharedBody, timeout time
 	if err := json.Unmarshal(data, resp); err != nil {
 		return nil, status, 0, fmt.Errorf("decode response: %w", err)
 	}
+	if w, err := strconv.ParseFloat(hresp.Header.Get(QueueWaitHeader), 64); err == nil && w >= 0 && w < 1e6 {
+		resp.QueueWait, resp.QueueWaitKnown = time.Duration(w*float64(time.Second)), true
+	}
 	return resp, status, 0, nil
 }
 

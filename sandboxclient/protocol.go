@@ -3,7 +3,10 @@
 // bounded extra retries for overload), and the verdict of one test case.
 package sandboxclient
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Request is the JSON body of POST /run_code.
 type Request struct {
@@ -68,7 +71,23 @@ type Response struct {
 	// StarvedReruns is how many times the embedded sandbox ran the request
 	// again because a step was starved. Not part of the wire format.
 	StarvedReruns int `json:"-"`
+	// QueueWait is how long the request waited at the server for a slot,
+	// when the server said so (header QueueWaitHeader; serve does);
+	// QueueWaitKnown tells. Not part of the wire format.
+	QueueWait      time.Duration `json:"-"`
+	QueueWaitKnown bool          `json:"-"`
 }
+
+// The load headers of serve's /run_code answers: its slots, the requests
+// running and waiting when it answered, and how long this request waited
+// for a slot, in seconds. A client may size its requests in flight by
+// them (the fleet's adaptive limit reads QueueWaitHeader).
+const (
+	SlotsHeader     = "X-Sandbox-Slots"
+	RunningHeader   = "X-Sandbox-Running"
+	WaitingHeader   = "X-Sandbox-Waiting"
+	QueueWaitHeader = "X-Sandbox-Queue-Wait"
+)
 
 // Client runs one request and returns one response. An error means no
 // usable response was had (an API error, verdict -1); the HTTP client's
