@@ -74,6 +74,23 @@ func (m *serverMetrics) observeRun(language string, d time.Duration) {
 	h.sum += s
 }
 
+// meanRun is the mean run time over every language so far; 0 before the
+// first run.
+func (m *serverMetrics) meanRun() time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var n uint64
+	var sum float64
+	for _, h := range m.durations {
+		n += h.count
+		sum += h.sum
+	}
+	if n == 0 {
+		return 0
+	}
+	return time.Duration(sum / float64(n) * float64(time.Second))
+}
+
 // writeTo renders every series in the Prometheus text format.
 func (m *serverMetrics) writeTo(w io.Writer) error {
 	var b strings.Builder

@@ -184,18 +184,69 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func(net.Addr
 	return err
 }
 
+// handleHealth answers readiness: 200 while the server takes requests,
+// 503 while it drains or while its queue is full (a load balancer then
+// sends elsewhere what this server would shed). The body says which, with
+// the load: slots, running, waiting.
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		methodNotAllowed(w, "GET, HEAD")
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if s.draining.Load() {
-		w.WriteHeader(http.StatusServiceUnavailable)
-		io.WriteString(w, `{"status":"draining"}`+"\n")
-		return
+	s.loadHeaders(w)
+	status, code := "ok", http.StatusOK
+	switch {
+	case s.draining.Load():
+		status, code = "draining", http.StatusServiceUnavailable
+	case s.full():
+		status, code = "full", http.StatusServiceUnavailable
+		w.Header().Set("Retry-After", s.retryAfter())
 	}
-	io.WriteString(w, `{"status":"ok"}`+"\n")
+	w.WriteHeader(code)
+	fmt.Fprintf(w, `{"status":%q,"slots":%d,"running":%d,"waiting":%d}`+"\n", status, s.opts.MaxInFlight, len(s.slots), s.waiting.Load())
+}
+
+// loadHeaders tells a client the server's load (sandboxclient's
+// SlotsHeader, RunningHeader, WaitingHeader).
+func (s *Server) loadHeaders(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set(sandboxclient.SlotsHeader, strconv.Itoa(s.opts.MaxInFlight))
+	h.Set(sandboxclient.RunningHeader, strconv.Itoa(len(s.slots)))
+	h.Set(sandboxclient.WaitingHeader, strconv.FormatInt(s.waiting.Load(), 10))
+}
+
+// full reports whether a request arriving now would be turned away: every
+// slot busy and the queue at its bound (by count, or by bytes within a
+// typical request of it).
+func (s *Server) full() bool {
+	if len(s.slots) < cap(s.slots) {
+		return false
+	}
+	if s.opts.MaxQueue < 0 {
+		return true
+	}
+	if s.opts.MaxQueue > 0 && s.waiting.Load() >= int64(s.opts.MaxQueue) {
+		return true
+	}
+	return s.queued.Load()+typicalRequestBytes > s.opts.MaxQueueBytes
+}
+
+// typicalRequestBytes is the size of a typical verl request, for the
+// queue's bound by bytes in full.
+const typicalRequestBytes = 8 << 10
+
+// retryAfter is the Retry-After of a turned-away request, in whole
+// seconds: the time for the queue ahead of it to clear at the mean run
+// time so far, from 1 to 30.
+func (s *Server) retryAfter() string {
+	mean := s.metrics.meanRun()
+	if mean <= 0 {
+		return "1"
+	}
+	ahead := float64(s.waiting.Load()+1) / float64(s.opts.MaxInFlight)
+	secs := int(math.Ceil(ahead * mean.Seconds()))
+	return strconv.Itoa(min(max(secs, 1), 30))
 }
 
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
@@ -237,6 +288,7 @@ func (s *Server) runCode(w http.ResponseWriter, r *http.Request) (code int, stat
 		return http.StatusMethodNotAllowed, "", ""
 	}
 	if s.draining.Load() {
+		s.loadHeaders(w)
 		w.Header().Set("Retry-After", "1")
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"detail": "shutting down: send this request to another server"})
 		return http.StatusServiceUnavailable, "", ""
@@ -262,9 +314,11 @@ func (s *Server) runCode(w http.ResponseWriter, r *http.Request) (code int, stat
 	lang = req.Language
 
 	ctx := r.Context()
+	arrived := time.Now()
 	release, ok, err := s.acquire(ctx, int64(len(body)))
 	if !ok {
-		w.Header().Set("Retry-After", "1")
+		s.loadHeaders(w)
+		w.Header().Set("Retry-After", s.retryAfter())
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"detail": "sandbox queue is full, retry later"})
 		return http.StatusServiceUnavailable, "", lang
 	}
@@ -273,6 +327,7 @@ func (s *Server) runCode(w http.ResponseWriter, r *http.Request) (code int, stat
 		return 499, "", lang
 	}
 	runStart := time.Now()
+	queueWait := runStart.Sub(arrived)
 	resp, err := s.client.Run(ctx, req)
 	s.metrics.observeRun(lang, time.Since(runStart))
 	release()
@@ -288,6 +343,8 @@ func (s *Server) runCode(w http.ResponseWriter, r *http.Request) (code int, stat
 	if resp.Files == nil {
 		resp.Files = map[string]string{}
 	}
+	s.loadHeaders(w)
+	w.Header().Set(sandboxclient.QueueWaitHeader, strconv.FormatFloat(queueWait.Seconds(), 'f', 6, 64))
 	writeJSON(w, http.StatusOK, resp)
 	return http.StatusOK, resp.Status, lang
 }

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -453,6 +454,13 @@ func testQueueOverflow(t *testing.T, opts Options) {
 	if got := resp.Header.Get("Retry-After"); got != "1" {
 		t.Errorf("got Retry-After %q, want 1", got)
 	}
+	// The answer and /health tell the load: 1 slot, running 1, waiting 1;
+	// a full server is not ready.
+	for _, h := range []http.Header{resp.Header, health(t, srv.URL, http.StatusServiceUnavailable, "full").Header} {
+		if h.Get(sandboxclient.SlotsHeader) != "1" || h.Get(sandboxclient.RunningHeader) != "1" || h.Get(sandboxclient.WaitingHeader) != "1" {
+			t.Errorf("load headers %v, want slots 1, running 1, waiting 1", h)
+		}
+	}
 
 	close(block.release)
 	for range 2 {
@@ -464,9 +472,69 @@ func testQueueOverflow(t *testing.T, opts Options) {
 	if got := len(block.requests()); got != 2 {
 		t.Errorf("client ran %d requests, want 2", got)
 	}
-	// Slots are free again: a new request is admitted.
-	if resp, _ := post(t, srv.URL+"/run_code", pythonHello); resp.StatusCode != http.StatusOK {
+	// Slots are free again: a new request is admitted, and says it did
+	// not wait.
+	resp, _ = post(t, srv.URL+"/run_code", pythonHello)
+	if resp.StatusCode != http.StatusOK {
 		t.Errorf("got HTTP %d after the queue drained, want 200", resp.StatusCode)
+	}
+	if w, err := strconv.ParseFloat(resp.Header.Get(sandboxclient.QueueWaitHeader), 64); err != nil || w < 0 || w > 0.5 {
+		t.Errorf("queue wait header %q of a request that found a free slot", resp.Header.Get(sandboxclient.QueueWaitHeader))
+	}
+	health(t, srv.URL, http.StatusOK, "ok")
+}
+
+// health asks /health and checks its code and status.
+func health(t *testing.T, url string, code int, status string) *http.Response {
+	t.Helper()
+	resp, err := http.Get(url + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != code || v["status"] != status {
+		t.Errorf("/health: HTTP %d %v, want %d status %s", resp.StatusCode, v, code, status)
+	}
+	return resp
+}
+
+// TestQueueWaitIsTold: a request that waited for the slot says how long,
+// and the fleet's client reads it.
+func TestQueueWaitIsTold(t *testing.T) {
+	block := newBlockingClient()
+	s := New(block, Options{MaxInFlight: 1})
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	c, err := sandboxclient.NewHTTPClient(sandboxclient.HTTPOptions{URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan *sandboxclient.Response, 1)
+	go func() {
+		r, _ := c.Run(context.Background(), &sandboxclient.Request{Language: "python", Code: "print(1)"})
+		first <- r
+	}()
+	<-block.started
+	second := make(chan *sandboxclient.Response, 1)
+	go func() {
+		r, _ := c.Run(context.Background(), &sandboxclient.Request{Language: "python", Code: "print(2)"})
+		second <- r
+	}()
+	waitFor(t, "one queued request", func() bool { return s.metrics.queueDepth.Load() == 1 })
+	time.Sleep(200 * time.Millisecond)
+	block.release <- struct{}{}
+	<-block.started
+	block.release <- struct{}{}
+	r1, r2 := <-first, <-second
+	if r1 == nil || r2 == nil || !r1.QueueWaitKnown || !r2.QueueWaitKnown {
+		t.Fatalf("answers %+v %+v, want both with the queue wait known", r1, r2)
+	}
+	if r1.QueueWait > 100*time.Millisecond || r2.QueueWait < 200*time.Millisecond {
+		t.Errorf("queue waits %v and %v: want the first about none, the second at least the 200 ms it was held", r1.QueueWait, r2.QueueWait)
 	}
 }
 
@@ -521,7 +589,7 @@ func TestHealth(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var v map[string]string
+	var v map[string]any
 	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
 		t.Fatal(err)
 	}
