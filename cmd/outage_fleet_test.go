@@ -1,0 +1,193 @@
+//go:build fleet && linux
+
+// The outage tests stop a real `serve` for 10 and 25 seconds in the middle
+// of a run, so they take about a minute and a half: .ci/run runs them
+// after the README's command, with -tags fleet.
+
+package cmd
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// outageRows writes rows whose programs each take a tenth of a second and
+// double their input (every third row wrong on its last case).
+func outageRows(t *testing.T, path string, rows, casesPerRow int) {
+	var b strings.Builder
+	for i := range rows {
+		var ins, outs []string
+		for c := range casesPerRow {
+			ins = append(ins, fmt.Sprintf("%d\n", i*100+c))
+			outs = append(outs, fmt.Sprintf("%d\n", 2*(i*100+c)))
+		}
+		code := fmt.Sprintf("import time\ntime.sleep(0.1)\nn = int(input())\nprint(2 * n + (1 if n %% 100 == %d and %d %% 3 == 0 else 0))\n", casesPerRow-1, i)
+		gt, _ := json.Marshal(map[string]any{"inputs": ins, "outputs": outs})
+		line, _ := json.Marshal(map[string]any{
+			"data_source":  "outage",
+			"responses":    []string{"```python\n" + code + "```"},
+			"reward_model": map[string]any{"style": "rule", "ground_truth": string(gt)},
+		})
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startServe starts `verl-score serve` on addr with 2 slots and waits
+// until /health says it is ready.
+func startServe(t *testing.T, bin, addr string) *exec.Cmd {
+	t.Helper()
+	srv := exec.Command(bin, "serve", "--listen", addr, "--slots", "2")
+	var errb bytes.Buffer
+	srv.Stderr = &errb
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return srv
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve on %s not ready after a minute: %v\n%s", addr, err, errb.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// freeAddr is a loopback address with a port nothing listens on now.
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// TestFleetServeRestartCostsNoVerdict: `serve` killed with kill -9 in the
+// middle of a run and started again 10 s later (and, with --max-concurrent
+// auto, 25 s later): the run waits it out within --outage-grace (30 s by
+// default), no response is -1, and the output and the cases are those of
+// the run nobody interrupted (but for the attempts of the cases sent
+// again).
+func TestFleetServeRestartCostsNoVerdict(t *testing.T) {
+	if _, err := exec.LookPath("/usr/bin/python3"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("no /usr/bin/python3: CI installs it")
+		}
+		t.Skip("SKIPPED: no /usr/bin/python3 for the embedded sandbox")
+	}
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	in := filepath.Join(dir, "rows.jsonl")
+	const rows, casesPerRow = 60, 2
+	outageRows(t, in, rows, casesPerRow)
+	args := func(out, url string, extra ...string) []string {
+		return append([]string{"run", in, "-o", out, "--cases-out", out + ".cases", "--summary", out + ".summary", "-q", "--sandbox-url", url}, extra...)
+	}
+
+	addr := freeAddr(t)
+	srv := startServe(t, bin, addr)
+	url := "http://" + addr + "/run_code"
+	want := filepath.Join(dir, "want.jsonl")
+	if out, err := exec.Command(bin, args(want, url, "--max-concurrent", "8")...).CombinedOutput(); err != nil {
+		t.Fatalf("uninterrupted run: %v\n%s", err, out)
+	}
+	wantOut, _ := os.ReadFile(want)
+	wantCases, _ := withoutAttempts(t, casesWithoutTimes(t, want+".cases"))
+
+	outer := t // the server outlives each subtest
+	for _, tc := range []struct {
+		name        string
+		down        time.Duration
+		concurrency string
+	}{{"10s", 10 * time.Second, "8"}, {"25s-auto", 25 * time.Second, "auto"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(dir, tc.name+".jsonl")
+			run := exec.Command(bin, args(out, url, "--max-concurrent", tc.concurrency)...)
+			var runOut bytes.Buffer
+			run.Stdout, run.Stderr = &runOut, &runOut
+			if err := run.Start(); err != nil {
+				t.Fatal(err)
+			}
+			// A second into the run (a tenth of its requests answered),
+			// the server dies with the rest in flight or waiting.
+			time.Sleep(time.Second)
+			srv.Process.Signal(syscall.SIGKILL)
+			srv.Wait()
+			stopped := time.Now()
+			time.Sleep(tc.down)
+			srv = startServe(outer, bin, addr)
+			t.Logf("serve was down %.1f s", time.Since(stopped).Seconds())
+			if err := run.Wait(); err != nil {
+				t.Fatalf("run across the outage: %v\n%s", err, runOut.String())
+			}
+			got, _ := os.ReadFile(out)
+			if !bytes.Equal(got, wantOut) {
+				t.Errorf("output differs from the uninterrupted run's:\n%s\nwant:\n%s", got, wantOut)
+			}
+			gotCases, retried := withoutAttempts(t, casesWithoutTimes(t, out+".cases"))
+			if retried == 0 {
+				t.Errorf("no case was sent more than once: the outage missed the run")
+			}
+			t.Logf("%d cases were sent again across the outage", retried)
+			if gotCases != wantCases {
+				os.WriteFile(out+".cases.norm", []byte(gotCases), 0o644)
+				os.WriteFile(want+".cases.norm", []byte(wantCases), 0o644)
+				d, _ := exec.Command("diff", want+".cases.norm", out+".cases.norm").CombinedOutput()
+				t.Errorf("cases differ from the uninterrupted run's:\n%.3000s", d)
+			}
+			sum, _ := os.ReadFile(out + ".summary")
+			var s struct {
+				Overall struct {
+					APIErrors int `json:"api_errors"`
+				} `json:"overall"`
+			}
+			json.Unmarshal(sum, &s)
+			if bytes.Contains(got, []byte(`"score": -1`)) || s.Overall.APIErrors != 0 {
+				t.Errorf("responses scored -1 across the outage (summary %s)", sum)
+			}
+		})
+	}
+}
+
+// withoutAttempts takes the attempts out of normalised case lines (the
+// cases sent again across an outage took more) and counts the cases that
+// took more than one.
+func withoutAttempts(t *testing.T, cases string) (string, int) {
+	var out strings.Builder
+	retried := 0
+	for _, line := range strings.Split(strings.TrimSpace(cases), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatal(err)
+		}
+		if a, _ := m["attempts"].(float64); a > 1 {
+			retried++
+		}
+		delete(m, "attempts")
+		norm, _ := json.Marshal(m)
+		out.Write(norm)
+		out.WriteByte('\n')
+	}
+	return out.String(), retried
+}
