@@ -156,15 +156,8 @@ func TestFleetServeRestartCostsNoVerdict(t *testing.T) {
 				d, _ := exec.Command("diff", want+".cases.norm", out+".cases.norm").CombinedOutput()
 				t.Errorf("cases differ from the uninterrupted run's:\n%.3000s", d)
 			}
-			sum, _ := os.ReadFile(out + ".summary")
-			var s struct {
-				Overall struct {
-					APIErrors int `json:"api_errors"`
-				} `json:"overall"`
-			}
-			json.Unmarshal(sum, &s)
-			if bytes.Contains(got, []byte(`"score": -1`)) || s.Overall.APIErrors != 0 {
-				t.Errorf("responses scored -1 across the outage (summary %s)", sum)
+			if infra := infraResponses(t, out+".summary"); infra != 0 {
+				t.Errorf("%d responses had an infrastructure error (-1) across the outage", infra)
 			}
 		})
 	}
@@ -190,4 +183,80 @@ func withoutAttempts(t *testing.T, cases string) (string, int) {
 		out.WriteByte('\n')
 	}
 	return out.String(), retried
+}
+
+// infraResponses reads a summary's count of responses with an
+// infrastructure error (verdict -1).
+func infraResponses(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		Overall *struct {
+			Infra    int            `json:"responses_with_infra_error"`
+			Verdicts map[string]int `json:"verdicts"`
+		} `json:"overall"`
+	}
+	if err := json.Unmarshal(b, &s); err != nil || s.Overall == nil || len(s.Overall.Verdicts) == 0 {
+		t.Fatalf("%s: no overall figures (%v):\n%s", path, err, b)
+	}
+	return s.Overall.Infra
+}
+
+// TestFleetAllTimeoutsThroughTwoSlots is verl's all-timeout scenario
+// (test_integration_concurrency_all_timeout: 100 programs that each time
+// out, verl's client limit on each request of compile_timeout +
+// run_timeout + 10 s), scaled to a 1 s timeout (a 12 s client limit),
+// against a `serve` with 2 slots: with a static 64 in flight (verl's
+// default max_concurrent) the requests at the back of serve's queue wait
+// past the client's limit and are -1; with --max-concurrent auto the
+// client keeps about the slots in flight and none is.
+func TestFleetAllTimeoutsThroughTwoSlots(t *testing.T) {
+	if _, err := exec.LookPath("/usr/bin/python3"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("no /usr/bin/python3: CI installs it")
+		}
+		t.Skip("SKIPPED: no /usr/bin/python3 for the embedded sandbox")
+	}
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	in := filepath.Join(dir, "rows.jsonl")
+	var b strings.Builder
+	for i := range 100 {
+		gt, _ := json.Marshal(map[string]any{"inputs": []string{"324 384429\n"}, "outputs": []string{fmt.Sprintf("output_%d\n", i)}})
+		line, _ := json.Marshal(map[string]any{
+			"data_source":  "timeouts",
+			"responses":    []string{fmt.Sprintf("```python\n# program %d\nwhile True:\n    pass\n```", i)},
+			"reward_model": map[string]any{"style": "rule", "ground_truth": string(gt)},
+		})
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	if err := os.WriteFile(in, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	startServe(t, bin, addr)
+	url := "http://" + addr + "/run_code"
+	for _, tc := range []struct {
+		concurrency string
+		wantInfra   bool
+	}{{"64", true}, {"auto", false}} {
+		out := filepath.Join(dir, tc.concurrency+".jsonl")
+		cmd := exec.Command(bin, "run", in, "-o", out, "--summary", out+".summary", "-q", "--sandbox-url", url,
+			"--timeout", "1", "--max-concurrent", tc.concurrency)
+		if o, err := cmd.CombinedOutput(); err != nil && !tc.wantInfra {
+			t.Fatalf("--max-concurrent %s: %v\n%s", tc.concurrency, err, o)
+		}
+		infra := infraResponses(t, out+".summary")
+		t.Logf("--max-concurrent %s: %d of 100 responses -1", tc.concurrency, infra)
+		if tc.wantInfra && infra == 0 {
+			t.Errorf("--max-concurrent %s: no response -1; the scenario does not bite here", tc.concurrency)
+		}
+		if !tc.wantInfra && infra != 0 {
+			t.Errorf("--max-concurrent %s: %d responses -1, want none", tc.concurrency, infra)
+		}
+	}
 }
