@@ -25,6 +25,7 @@ import (
 	"github.com/verl-score/verl-score/job"
 	"github.com/verl-score/verl-score/rollout"
 	"github.com/verl-score/verl-score/sandbox"
+	"github.com/verl-score/verl-score/sandboxclient"
 	"github.com/verl-score/verl-score/server"
 	"github.com/verl-score/verl-score/version"
 )
@@ -1035,5 +1036,43 @@ func TestRunRecordsProvenance(t *testing.T) {
 	}
 	if code, _, stderr := run(context.Background(), "report", filepath.Join(dir, "out2.jsonl"), "--cases", pcases, "-o", filepath.Join(dir, "r2.html")); code != ExitOK {
 		t.Errorf("report on a parquet cases file: exit %d: %s", code, stderr)
+	}
+}
+
+// TestRunMaxConcurrentAuto: `run --max-concurrent auto:8` against serve
+// scores the example as a fixed limit does, and the summary, printed and
+// JSON, says where the endpoint's limit went.
+func TestRunMaxConcurrentAuto(t *testing.T) {
+	srv := sandboxServer(t, 0, nil)
+	dir := t.TempDir()
+	fixed, auto := filepath.Join(dir, "fixed.jsonl"), filepath.Join(dir, "auto.jsonl")
+	url := srv.URL + "/run_code"
+	if code, _, stderr := run(context.Background(), "run", "../testdata/example.jsonl", "-o", fixed, "-q", "--sandbox-url", url, "--max-concurrent", "8"); code != 0 {
+		t.Fatalf("fixed limit: exit %d: %s", code, stderr)
+	}
+	code, stdout, stderr := run(context.Background(), "run", "../testdata/example.jsonl", "-o", auto, "--summary", auto+".summary", "--sandbox-url", url, "--max-concurrent", "auto:8")
+	if code != 0 {
+		t.Fatalf("auto: exit %d: %s", code, stderr)
+	}
+	a, _ := os.ReadFile(auto)
+	f, _ := os.ReadFile(fixed)
+	if !bytes.Equal(a, f) {
+		t.Errorf("auto:8 scored the example differently from 8")
+	}
+	if !strings.Contains(stdout+stderr, "limit (lowest-highest)") {
+		t.Errorf("the printed summary has no limit column:\n%s%s", stdout, stderr)
+	}
+	b, _ := os.ReadFile(auto + ".summary")
+	var sum struct {
+		Endpoints []sandboxclient.EndpointStats `json:"endpoints"`
+	}
+	if err := json.Unmarshal(b, &sum); err != nil || len(sum.Endpoints) != 1 || sum.Endpoints[0].Adaptive == nil {
+		t.Fatalf("summary endpoints: %v %s", err, b)
+	}
+	if ad := sum.Endpoints[0].Adaptive; ad.Limit < 1 || ad.Highest > 8 || ad.Lowest > ad.Limit {
+		t.Errorf("adaptive limit %+v: want between 1 and the ceiling 8", ad)
+	}
+	if code, _, stderr := run(context.Background(), "run", "../testdata/example.jsonl", "-o", auto, "--sandbox-url", url, "--max-concurrent", "auto:x"); code != ExitUsage || !strings.Contains(stderr, "max_concurrent") {
+		t.Errorf("auto:x: exit %d, %s; want a usage error naming max_concurrent", code, stderr)
 	}
 }

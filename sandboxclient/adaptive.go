@@ -101,7 +101,7 @@ func newAdaptive(o AdaptiveOptions) *adaptive {
 	a := &adaptive{limit: start, opening: min(start, adaptOpening), min: float64(o.Min), max: float64(o.Max), wake: make(chan struct{}), slowStart: true,
 		base: -1, next: -1}
 	a.lowest, a.highest = float64(a.current()), float64(a.current())
-	a.winSize = int(math.Ceil(start))
+	a.winSize = a.current()
 	return a
 }
 

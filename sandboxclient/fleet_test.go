@@ -224,3 +224,31 @@ func TestFleetHeadersAndRedaction(t *testing.T) {
 		t.Error("a header without a colon was accepted")
 	}
 }
+
+// TestAdaptiveFleetHoldsItsCeiling: with an adaptive limit, 16 callers at
+// once never put more than the ceiling in flight at one endpoint (the
+// rest wait in the fleet), every request is answered, and the stats say
+// where the limit went.
+func TestAdaptiveFleetHoldsItsCeiling(t *testing.T) {
+	body := loadFixture(t, "python_success").Response
+	a, b := newEndpoint(t, body, 5*time.Millisecond), newEndpoint(t, body, 5*time.Millisecond)
+	f, err := NewFleet(FleetOptions{URLs: []string{a.srv.URL, b.srv.URL}, Adaptive: &AdaptiveOptions{Start: 1, Max: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	runMany(t, f, 200, 16)
+	if a.runs.Load()+b.runs.Load() != 200 {
+		t.Errorf("%d + %d requests reached the endpoints, want 200", a.runs.Load(), b.runs.Load())
+	}
+	for i, e := range []*endpointServer{a, b} {
+		if e.maxSeen.Load() > 3 {
+			t.Errorf("endpoint %d had %d in flight at once, want at most the ceiling 3", i, e.maxSeen.Load())
+		}
+	}
+	for _, st := range f.Stats() {
+		if st.Adaptive == nil || st.Adaptive.Highest > 3 || st.Adaptive.Lowest < 1 || st.Adaptive.Limit < 1 {
+			t.Errorf("stats of %s: %+v", st.URL, st.Adaptive)
+		}
+	}
+}
