@@ -18,6 +18,7 @@ func TestPackageDependencies(t *testing.T) {
 		"verdict":       {"sandboxclient", "score", "judge"},
 		"sandboxclient": {"verdict", "judge", "score"},
 		"feed":          {"job", "check", "progress"},
+		"toolcall":      {"score", "job", "rollout", "check", "feed"},
 	}
 	for pkg, not := range forbidden {
 		out, err := exec.Command("go", "list", "-deps", "./"+pkg).Output()

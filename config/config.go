@@ -73,8 +73,11 @@ const (
 	Worker
 	Diff
 	Serve
+	Replay
 
 	scoring = Run | Check | Worker
+	// sandboxed are the commands that run code: the sandbox's settings.
+	sandboxed = scoring | Replay
 	rows    = Run | Check
 )
 
@@ -197,11 +200,11 @@ func parseGrace(s string) (time.Duration, error) {
 // Settings lists every key, in the order `verl-score config` prints them.
 func Settings() []Setting {
 	return []Setting{
-		{Key: "sandbox_url", Default: []string{}, Commands: scoring, Redact: sandboxclient.RedactURL, Set: to(func(c *Config) *[]string { return &c.SandboxURL }),
+		{Key: "sandbox_url", Default: []string{}, Commands: sandboxed, Redact: sandboxclient.RedactURL, Set: to(func(c *Config) *[]string { return &c.SandboxURL }),
 			Usage: "SandboxFusion run_code URL; repeat it (or separate with commas, as in env SANDBOX_FUSION_URL) for a fleet of endpoints, each optionally ending in #weight=N; empty runs code in the embedded sandbox"},
-		{Key: "sandbox_header", Default: []string{}, Commands: scoring, Redact: sandboxclient.RedactHeader, Set: to(func(c *Config) *[]string { return &c.SandboxHeader }),
+		{Key: "sandbox_header", Default: []string{}, Commands: sandboxed, Redact: sandboxclient.RedactHeader, Set: to(func(c *Config) *[]string { return &c.SandboxHeader }),
 			Usage: "header 'Name: value' sent with every sandbox request, e.g. 'Authorization: Bearer $TOKEN' ($VAR is taken from the environment); repeatable; never printed"},
-		{Key: "max_concurrent", Default: "64", Commands: scoring, Set: parsed(func(c *Config, s string) (err error) {
+		{Key: "max_concurrent", Default: "64", Commands: sandboxed, Set: parsed(func(c *Config, s string) (err error) {
 			c.Engine.MaxConcurrent, c.AdaptiveConcurrency, err = ParseConcurrency(s)
 			return
 		}),
@@ -261,30 +264,30 @@ func Settings() []Setting {
 			Usage: "the k of pass@k in the summary, separated by commas, e.g. 1,5,10,100 (each over the prompts with at least k responses; the summary says how many); default 1 and the powers of two"},
 		{Key: "cases_out_max_text", Default: 4096, Commands: Run, Set: to(func(c *Config) *int { return &c.CasesOutMaxText }),
 			Usage: "bytes of stdout/stderr kept per case in --cases-out"},
-		{Key: "outage_grace", Default: "30s", Commands: scoring, Set: parsed(func(c *Config, s string) (err error) {
+		{Key: "outage_grace", Default: "30s", Commands: sandboxed, Set: parsed(func(c *Config, s string) (err error) {
 			c.OutageGrace, err = parseGrace(s)
 			return
 		}),
 			Usage: "how long a sandbox endpoint may refuse or shed requests before they fail (-1): a duration such as 30s or 2m, or seconds; 0 gives up after 5 attempts"},
-		{Key: "retry_overload", Default: true, Commands: scoring, Set: to(func(c *Config) *bool { return &c.RetryOverload }),
+		{Key: "retry_overload", Default: true, Commands: sandboxed, Set: to(func(c *Config) *bool { return &c.RetryOverload }),
 			Usage: "retry 429, 503 and refused/reset connections with backoff"},
-		{Key: "retry_sandbox_errors", Default: 1, Commands: scoring, Set: to(func(c *Config) *int { return &c.RetrySandboxErrors }, func(n int) error {
+		{Key: "retry_sandbox_errors", Default: 1, Commands: sandboxed, Set: to(func(c *Config) *int { return &c.RetrySandboxErrors }, func(n int) error {
 			if n < 1 {
 				return fmt.Errorf("retry_sandbox_errors must be at least 1, got %d", n)
 			}
 			return nil
 		}), Usage: "attempts in all for a SandboxError answer (1 = no retry, as verl)"},
-		{Key: "local_concurrency", Default: runtime.NumCPU(), Commands: scoring, Set: to(func(c *Config) *int { return &c.Sandbox.Concurrency }, positive[int]("local_concurrency")),
+		{Key: "local_concurrency", Default: runtime.NumCPU(), Commands: sandboxed, Set: to(func(c *Config) *int { return &c.Sandbox.Concurrency }, positive[int]("local_concurrency")),
 			Usage: "programs run at once by the embedded sandbox"},
-		{Key: "isolation", Default: "auto", Commands: scoring | Serve, Set: parsed(func(c *Config, s string) (err error) { c.Sandbox.Isolation, err = sandbox.ParseIsolation(s); return }),
+		{Key: "isolation", Default: "auto", Commands: sandboxed | Serve, Set: parsed(func(c *Config, s string) (err error) { c.Sandbox.Isolation, err = sandbox.ParseIsolation(s); return }),
 			Usage: "embedded sandbox isolation: auto (all the kernel allows), basic (no filesystem view, PID or IPC namespace per run) or none"},
-		{Key: "ruby_stack_mb", Default: 0, Commands: scoring | Serve, Set: to(func(c *Config) *int { return &c.Sandbox.RubyStackMB }, func(n int) error {
+		{Key: "ruby_stack_mb", Default: 0, Commands: sandboxed | Serve, Set: to(func(c *Config) *int { return &c.Sandbox.RubyStackMB }, func(n int) error {
 			if n < 0 {
 				return fmt.Errorf("ruby_stack_mb must be 0 (the memory limit, as SandboxFusion) or a size in MB, got %d", n)
 			}
 			return nil
 		}), Usage: "embedded sandbox: stack limit of Ruby runs in MB; 0 sets it to the memory limit as SandboxFusion does, where Ruby cannot start and every Ruby program scores 0 in verl too; 8 lets Ruby run (verdicts then differ from verl's)"},
-		{Key: "fast_paths", Default: true, Commands: scoring | Serve, Set: parsed2(func(c *Config, on bool) { c.Sandbox.NoFastPaths = !on }),
+		{Key: "fast_paths", Default: true, Commands: sandboxed | Serve, Set: parsed2(func(c *Config, on bool) { c.Sandbox.NoFastPaths = !on }),
 			Usage: "embedded sandbox: fork Python runs from a pre-started interpreter, compile C++ against a precompiled bits/stdc++.h and start javac from a class-data archive (same verdicts; false starts and compiles each plainly)"},
 	}
 }
