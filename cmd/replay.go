@@ -158,4 +158,3 @@ func writeReplayJSON(path string, results []toolcall.Result) error {
 	}
 	return f.Commit()
 }
-

@@ -78,7 +78,7 @@ const (
 	scoring = Run | Check | Worker
 	// sandboxed are the commands that run code: the sandbox's settings.
 	sandboxed = scoring | Replay
-	rows    = Run | Check
+	rows      = Run | Check
 )
 
 // Setting is one configuration key, declared once. Its flag is the key
