@@ -115,6 +115,7 @@ func New(c sandboxclient.Client, opts Options) *Server {
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/run_code", s.handleRunCode)
+	mux.HandleFunc("/run_jupyter", s.handleRunJupyter)
 	mux.HandleFunc("/health", s.handleHealth)
 	mux.HandleFunc("/metrics", s.handleMetrics)
 	return mux

@@ -39,8 +39,10 @@ type View struct {
 
 // etcEntries are what the toolchains read from /etc: the dynamic linker's
 // cache, Debian's alternatives (java, c++), the JVM's configuration, TLS and
-// time-zone data, PHP's, R's, Racket's and LDC's configuration. The host's users, hosts and the rest stay out.
-var etcEntries = []string{"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "ssl", "mime.types", "php", "R", "racket", "ldc2.conf"}
+// time-zone data, PHP's, R's, Racket's and LDC's configuration, and
+// Debian's matplotlibrc (matplotlib will not import without it; serve's
+// /run_jupyter plots). The host's users, hosts and the rest stay out.
+var etcEntries = []string{"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "ssl", "mime.types", "php", "R", "racket", "ldc2.conf", "matplotlibrc"}
 
 var devNodes = []string{"null", "zero", "full", "random", "urandom"}
 
