@@ -41,8 +41,9 @@ no stdin, its timeout (else --tool-timeout) for compile and run, and
 finished, "no stdout here" otherwise) is compared with the one recorded in
 the dump. Each call is reported by file, line, step and place in its
 trajectory: identical, differs (with both texts' first differing line) or
-not replayable (why). Calls are read in the Hermes format (<tool_call> and
-<tool_response>, as Qwen's chat template writes them).
+not replayable (why). Calls are read in the formats verl's tool parsers
+read: Hermes (<tool_call> and <tool_response>, as Qwen's chat template
+writes them) and gpt-oss's harmony (to=functions.NAME ... <|call|>).
 
 Observations are training data: run this after a change of sandbox image
 or settings, and it exits 3 when a call's observation moved.
@@ -107,7 +108,7 @@ func runReplay(ctx context.Context, opts *replayOptions) error {
 		trajs = append(trajs, ts...)
 	}
 	if calls == 0 {
-		return fmt.Errorf("%d trajectories in %d files, and no tool call in them (replay reads the Hermes format: <tool_call>…</tool_call>)", len(trajs), len(files))
+		return fmt.Errorf("%d trajectories in %d files, and no tool call in them (replay reads Hermes <tool_call>…</tool_call> and harmony to=functions.NAME … <|call|>)", len(trajs), len(files))
 	}
 	cfg, err := loadConfig(opts.loader)
 	if err != nil {

@@ -15,7 +15,8 @@
 // is `<tool_call>{"name": ..., "arguments": {...}}</tool_call>` in an
 // assistant turn and its observation comes back in the next turn as
 // `<tool_response>\n...\n</tool_response>`; the calls of one turn are
-// answered in order.
+// answered in order. gpt-oss's harmony format is read too (verl's other
+// tool parser).
 package toolcall
 
 import (
@@ -59,25 +60,50 @@ type Call struct {
 var (
 	callRE     = regexp.MustCompile(`(?s)<tool_call>(.*?)</tool_call>`)
 	responseRE = regexp.MustCompile(`(?s)<tool_response>\n?(.*?)\n?</tool_response>`)
+
+	// gpt-oss's harmony format: a call goes to functions.NAME on the
+	// commentary channel with JSON arguments and ends with <|call|>; the
+	// tool's answer comes from functions.NAME to the assistant. The
+	// analysis channel (the chain of thought) is left out, as verl does:
+	// what looks like a call there is not one.
+	harmonyCallRE = regexp.MustCompile(`(?s)(?:<\|start\|>assistant)?<\|channel\|>[^<]* to=functions\.([^<\s]+)\s*<\|constrain\|>json<\|message\|>(.*?)<\|call\|>`)
+	harmonyRespRE = regexp.MustCompile(`(?s)<\|start\|>functions\.[^<\s]+ to=assistant<\|channel\|>[^<]*<\|message\|>(.*?)<\|end\|>`)
+	analysisRE    = regexp.MustCompile(`(?s)(?:<\|start\|>assistant)?<\|channel\|>analysis<\|message\|>.*?<\|end\|>`)
 )
 
-// Parse finds the Hermes tool calls of text and pairs each with the
-// observation that followed it: the calls waiting for an answer take the
-// tool responses after them in order.
+// Parse finds the tool calls of text, in the formats verl's tool parsers
+// read (hermes, gpt-oss), and pairs each with the observation that
+// followed it: the calls waiting for an answer take the tool responses
+// after them in order.
 func Parse(text string) []Call {
 	type mark struct {
-		at   int
-		call bool
-		body string
+		at         int
+		call       bool
+		name, body string
 	}
 	var marks []mark
 	for _, m := range callRE.FindAllStringSubmatchIndex(text, -1) {
-		marks = append(marks, mark{m[0], true, text[m[2]:m[3]]})
+		marks = append(marks, mark{at: m[0], call: true, body: text[m[2]:m[3]]})
 	}
 	for _, m := range responseRE.FindAllStringSubmatchIndex(text, -1) {
-		marks = append(marks, mark{m[0], false, text[m[2]:m[3]]})
+		marks = append(marks, mark{at: m[0], body: text[m[2]:m[3]]})
 	}
-	// In text order (the two kinds never overlap).
+	if strings.Contains(text, "<|channel|>") {
+		// Blank the chain of thought, keeping every offset.
+		text = analysisRE.ReplaceAllStringFunc(text, func(s string) string { return strings.Repeat(" ", len(s)) })
+		for _, m := range harmonyCallRE.FindAllStringSubmatchIndex(text, -1) {
+			marks = append(marks, mark{at: m[0], call: true, name: text[m[2]:m[3]], body: text[m[4]:m[5]]})
+		}
+		for _, m := range harmonyRespRE.FindAllStringSubmatchIndex(text, -1) {
+			body := text[m[2]:m[3]]
+			var s string
+			if json.Unmarshal([]byte(body), &s) == nil {
+				body = s // a template that writes the content as JSON
+			}
+			marks = append(marks, mark{at: m[0], body: body})
+		}
+	}
+	// In text order (the kinds never overlap).
 	for i := 1; i < len(marks); i++ {
 		for j := i; j > 0 && marks[j].at < marks[j-1].at; j-- {
 			marks[j], marks[j-1] = marks[j-1], marks[j]
@@ -87,7 +113,11 @@ func Parse(text string) []Call {
 	waiting := 0 // the first call without an observation
 	for _, m := range marks {
 		if m.call {
-			calls = append(calls, parseCall(len(calls), m.body))
+			if m.name != "" {
+				calls = append(calls, fromArguments(len(calls), m.name, json.RawMessage(m.body)))
+			} else {
+				calls = append(calls, parseCall(len(calls), m.body))
+			}
 			continue
 		}
 		if waiting < len(calls) {
@@ -98,20 +128,22 @@ func Parse(text string) []Call {
 	return calls
 }
 
-// parseCall reads one call's JSON: {"name": ..., "arguments": {...}}, the
-// arguments an object or a JSON string holding one.
+// parseCall reads one Hermes call's JSON: {"name": ..., "arguments": ...}.
 func parseCall(index int, body string) Call {
-	c := Call{Index: index}
 	var raw struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
 	}
 	if err := json.Unmarshal([]byte(strings.TrimSpace(body)), &raw); err != nil {
-		c.Problem = "the call is not JSON: " + err.Error()
-		return c
+		return Call{Index: index, Problem: "the call is not JSON: " + err.Error()}
 	}
-	c.Name = raw.Name
-	args := raw.Arguments
+	return fromArguments(index, raw.Name, raw.Arguments)
+}
+
+// fromArguments reads a call's arguments: an object, or a JSON string
+// holding one.
+func fromArguments(index int, name string, args json.RawMessage) Call {
+	c := Call{Index: index, Name: name}
 	var s string
 	if json.Unmarshal(args, &s) == nil {
 		args = json.RawMessage(s)

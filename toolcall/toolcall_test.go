@@ -114,3 +114,26 @@ func TestObserveIsVerls(t *testing.T) {
 		}
 	}
 }
+
+// A gpt-oss trajectory in the harmony format: a call in the chain of
+// thought (not a call), a call to the tool with its answer written as a
+// JSON string, and a second call answered as plain text.
+const harmony = `<|channel|>analysis<|message|>I could call <|channel|>commentary to=functions.code_interpreter <|constrain|>json<|message|>{"code": "print(0)"}<|call|> but first think.<|end|>` +
+	`<|start|>assistant<|channel|>commentary to=functions.code_interpreter <|constrain|>json<|message|>{"code": "print(6 * 7)"}<|call|>` +
+	`<|start|>functions.code_interpreter to=assistant<|channel|>commentary<|message|>"42\n"<|end|>` +
+	`<|start|>assistant<|channel|>commentary to=functions.code_interpreter <|constrain|>json<|message|>{"code": "print('a')", "timeout": 3}<|call|>` +
+	`<|start|>functions.code_interpreter to=assistant<|channel|>commentary<|message|>a
+<|end|><|start|>assistant<|channel|>final<|message|>42<|end|>`
+
+func TestParseHarmony(t *testing.T) {
+	calls := Parse(harmony)
+	if len(calls) != 2 {
+		t.Fatalf("got %d calls, want 2 (the one in the analysis channel is not a call): %+v", len(calls), calls)
+	}
+	if c := calls[0]; c.Name != "code_interpreter" || c.Code != "print(6 * 7)" || c.Recorded != "42\n" || !c.HasRecord || c.Problem != "" {
+		t.Errorf("call 0: %+v", c)
+	}
+	if c := calls[1]; c.Code != "print('a')" || c.Timeout != 3 || c.Recorded != "a\n" {
+		t.Errorf("call 1: %+v", c)
+	}
+}
