@@ -12,6 +12,7 @@ import (
 	"github.com/verl-score/verl-score/atomicfile"
 	"github.com/verl-score/verl-score/config"
 	"github.com/verl-score/verl-score/rollout"
+	"github.com/verl-score/verl-score/text"
 	"github.com/verl-score/verl-score/toolcall"
 )
 
@@ -108,7 +109,11 @@ func runReplay(ctx context.Context, opts *replayOptions) error {
 		trajs = append(trajs, ts...)
 	}
 	if calls == 0 {
-		return fmt.Errorf("%d trajectories in %d files, and no tool call in them (replay reads Hermes <tool_call>…</tool_call> and harmony to=functions.NAME … <|call|>)", len(trajs), len(files))
+		trajectories := fmt.Sprintf("%d trajectories", len(trajs))
+		if len(trajs) == 1 {
+			trajectories = "1 trajectory"
+		}
+		return fmt.Errorf("%s in %s, and no tool call in them (replay reads Hermes <tool_call>…</tool_call> and harmony to=functions.NAME … <|call|>)", trajectories, text.Count(len(files), "file"))
 	}
 	cfg, err := loadConfig(opts.loader)
 	if err != nil {

@@ -184,3 +184,27 @@ func TestReplayToolCalls(t *testing.T) {
 		t.Errorf("stderr: %s", stderr)
 	}
 }
+
+// TestReplayBadInput: a dump line that is not JSON is named by file and
+// line, a dump without calls says what replay reads, and no argument is a
+// usage error; none of them runs anything.
+func TestReplayBadInput(t *testing.T) {
+	dir := t.TempDir()
+	bad := writeFile(t, dir, "bad.jsonl", "{\"input\": \"x\", \"output\": \"y\"}\nnot json\n")
+	none := writeFile(t, dir, "none.jsonl", "{\"input\": \"x\", \"output\": \"no calls here\", \"step\": 1}\n")
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"replay", bad}, ExitFailed, "bad.jsonl line 2: not a JSON object"},
+		{[]string{"replay", none}, ExitFailed, "1 trajectory in 1 file, and no tool call"},
+		{[]string{"replay"}, ExitUsage, "one or more rollout dumps"},
+		{[]string{"replay", none, "--tool-timeout", "0"}, ExitUsage, "--tool-timeout"},
+	} {
+		code, _, stderr := run(context.Background(), tc.args...)
+		if code != tc.code || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, %q; want %d and %q", tc.args, code, stderr, tc.code, tc.want)
+		}
+	}
+}
