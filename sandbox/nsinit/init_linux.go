@@ -139,6 +139,15 @@ func run() int {
 	if uid >= 0 {
 		attr.Sys.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}
 	}
+	// This process's real user becomes the program's before the program
+	// starts (see below): a program that kills its parent at once must
+	// find it already its own. The effective user stays root, so the
+	// start below can still take the program's user and groups.
+	// (Before the signal handlers go: Go changes the user on every thread
+	// through a signal of its own.)
+	if uid >= 0 {
+		syscall.Setresuid(uid, -1, -1)
+	}
 	var started Script
 	started.Op(ReportStarted)
 	writeAll(ReportFd, started.Bytes())
@@ -154,16 +163,11 @@ func run() int {
 	// Nothing the program does may end this process, which supervises it:
 	// as the namespace's init it gets no signal from inside for which it
 	// has no handler, so its handlers go (the Go runtime's own included:
-	// this process only waits from here on). Its real user becomes the
-	// program's, so that a program that kills its parent succeeds and
-	// goes on, as on SandboxFusion, where that parent is a shell of its
-	// own user; not being dumpable, it can still be neither traced nor
-	// read through /proc.
-	// (The user first: Go changes it on every thread through a signal of
-	// its own.)
-	if uid >= 0 {
-		syscall.Setresuid(uid, -1, -1)
-	}
+	// this process only waits from here on). Its real user is the
+	// program's (set before the start), so that a program that kills its
+	// parent succeeds and goes on, as on SandboxFusion, where that parent
+	// is a shell of its own user; not being dumpable, it can still be
+	// neither traced nor read through /proc.
 	defaultSignals()
 	var ws syscall.WaitStatus
 	for {
