@@ -91,6 +91,12 @@ var rowMark = regexp.MustCompile(`# row (\d+)\n`)
 // crashRows writes rows of one Python response each with casesPerRow
 // cases; every request body differs, so re-sent ones can be told apart.
 func crashRows(t *testing.T, path string, rows, casesPerRow int) {
+	writeRows(t, path, "crash", rows, casesPerRow, func(i int) string { return crashCode(i, casesPerRow) })
+}
+
+// writeRows writes rows of one Python response each (code(i) for row i)
+// with casesPerRow cases that double their input.
+func writeRows(t *testing.T, path, source string, rows, casesPerRow int, code func(i int) string) {
 	var b strings.Builder
 	for i := range rows {
 		var ins, outs []string
@@ -98,11 +104,10 @@ func crashRows(t *testing.T, path string, rows, casesPerRow int) {
 			ins = append(ins, fmt.Sprintf("%d\n", i*100+c))
 			outs = append(outs, fmt.Sprintf("%d\n", 2*(i*100+c)))
 		}
-		code := crashCode(i, casesPerRow)
 		gt, _ := json.Marshal(map[string]any{"inputs": ins, "outputs": outs})
 		line, _ := json.Marshal(map[string]any{
-			"data_source":  "crash",
-			"responses":    []string{"```python\n" + code + "```"},
+			"data_source":  source,
+			"responses":    []string{"```python\n" + code(i) + "```"},
 			"reward_model": map[string]any{"style": "rule", "ground_truth": string(gt)},
 		})
 		b.Write(line)

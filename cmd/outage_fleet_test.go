@@ -24,25 +24,20 @@ import (
 // outageRows writes rows whose programs each take a tenth of a second and
 // double their input (every third row wrong on its last case).
 func outageRows(t *testing.T, path string, rows, casesPerRow int) {
-	var b strings.Builder
-	for i := range rows {
-		var ins, outs []string
-		for c := range casesPerRow {
-			ins = append(ins, fmt.Sprintf("%d\n", i*100+c))
-			outs = append(outs, fmt.Sprintf("%d\n", 2*(i*100+c)))
+	writeRows(t, path, "outage", rows, casesPerRow, func(i int) string {
+		return fmt.Sprintf("import time\ntime.sleep(0.1)\nn = int(input())\nprint(2 * n + (1 if n %% 100 == %d and %d %% 3 == 0 else 0))\n", casesPerRow-1, i)
+	})
+}
+
+// needPython skips (fails under CI=true) without /usr/bin/python3 for
+// the embedded sandbox.
+func needPython(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("/usr/bin/python3"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("no /usr/bin/python3: CI installs it")
 		}
-		code := fmt.Sprintf("import time\ntime.sleep(0.1)\nn = int(input())\nprint(2 * n + (1 if n %% 100 == %d and %d %% 3 == 0 else 0))\n", casesPerRow-1, i)
-		gt, _ := json.Marshal(map[string]any{"inputs": ins, "outputs": outs})
-		line, _ := json.Marshal(map[string]any{
-			"data_source":  "outage",
-			"responses":    []string{"```python\n" + code + "```"},
-			"reward_model": map[string]any{"style": "rule", "ground_truth": string(gt)},
-		})
-		b.Write(line)
-		b.WriteByte('\n')
-	}
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
+		t.Skip("SKIPPED: no /usr/bin/python3 for the embedded sandbox")
 	}
 }
 
@@ -90,12 +85,7 @@ func freeAddr(t *testing.T) string {
 // the run nobody interrupted (but for the attempts of the cases sent
 // again).
 func TestFleetServeRestartCostsNoVerdict(t *testing.T) {
-	if _, err := exec.LookPath("/usr/bin/python3"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("no /usr/bin/python3: CI installs it")
-		}
-		t.Skip("SKIPPED: no /usr/bin/python3 for the embedded sandbox")
-	}
+	needPython(t)
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	in := filepath.Join(dir, "rows.jsonl")
@@ -214,12 +204,7 @@ func infraResponses(t *testing.T, path string) int {
 // past the client's limit and are -1; with --max-concurrent auto the
 // client keeps about the slots in flight and none is.
 func TestFleetAllTimeoutsThroughTwoSlots(t *testing.T) {
-	if _, err := exec.LookPath("/usr/bin/python3"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("no /usr/bin/python3: CI installs it")
-		}
-		t.Skip("SKIPPED: no /usr/bin/python3 for the embedded sandbox")
-	}
+	needPython(t)
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	in := filepath.Join(dir, "rows.jsonl")

@@ -120,6 +120,13 @@ func (a *adaptive) tryAcquire() bool {
 	return false
 }
 
+// full reports whether every place is taken.
+func (a *adaptive) full() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.inFlight >= a.current()
+}
+
 // waitChan is closed when a place may have freed.
 func (a *adaptive) waitChan() <-chan struct{} {
 	a.mu.Lock()

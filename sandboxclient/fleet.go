@@ -220,11 +220,9 @@ func (f *Fleet) pick(ctx context.Context, tried []bool) (*endpoint, error) {
 				continue
 			}
 			if ep.lim != nil {
+				// The channel first: a place freed after the look wakes us.
 				wake := ep.lim.waitChan()
-				ep.lim.mu.Lock()
-				free := ep.lim.inFlight < ep.lim.current()
-				ep.lim.mu.Unlock()
-				if !free {
+				if ep.lim.full() {
 					full = append(full, wake)
 					continue
 				}

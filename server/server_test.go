@@ -584,18 +584,7 @@ func TestRunCodeClientDisconnectCancels(t *testing.T) {
 func TestHealth(t *testing.T) {
 	srv := httptest.NewServer(New(echoClient(), Options{}).Handler())
 	defer srv.Close()
-	resp, err := http.Get(srv.URL + "/health")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var v map[string]any
-	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusOK || v["status"] != "ok" {
-		t.Errorf("got HTTP %d %v, want 200 status ok", resp.StatusCode, v)
-	}
+	health(t, srv.URL, http.StatusOK, "ok")
 }
 
 func TestMetricsAfterRequests(t *testing.T) {

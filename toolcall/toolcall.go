@@ -27,6 +27,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/verl-score/verl-score/sandboxclient"
@@ -104,11 +105,7 @@ func Parse(text string) []Call {
 		}
 	}
 	// In text order (the kinds never overlap).
-	for i := 1; i < len(marks); i++ {
-		for j := i; j > 0 && marks[j].at < marks[j-1].at; j-- {
-			marks[j], marks[j-1] = marks[j-1], marks[j]
-		}
-	}
+	slices.SortStableFunc(marks, func(a, b mark) int { return a.at - b.at })
 	var calls []Call
 	waiting := 0 // the first call without an observation
 	for _, m := range marks {
