@@ -227,6 +227,13 @@ func (l *Local) Stats() Stats {
 		StarveGrants: l.j.StarveGrants.Load(), StarvedReruns: l.starvedReruns.Load()}
 }
 
+// ForkCosts is what the fork server's runs have cost so far, as the
+// server and its programs report it, and the process ids of its running
+// servers (whose own CPU time a benchmark reads).
+func (l *Local) ForkCosts() (jail.StartCost, []int) {
+	return l.j.StartCosts.Sum(), l.forks.ServerPIDs()
+}
+
 // Close removes the sandbox's directory with its cached builds.
 func (l *Local) Close() error {
 	l.closeOnce.Do(func() {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -407,4 +408,24 @@ func (p *Pool) KillServers() {
 		syscall.Kill(-fs.pgid, syscall.SIGKILL)
 		<-fs.exited
 	}
+}
+
+// ServerPIDs are the process ids of the running servers' interpreters,
+// as this process sees them (each is the only child of its init).
+func (p *Pool) ServerPIDs() []int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var pids []int
+	for _, fs := range p.servers {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", fs.pgid, fs.pgid))
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
 }

@@ -217,9 +217,10 @@ def _server():
     RLIMITS = (resource.RLIMIT_CPU, resource.RLIMIT_FSIZE, resource.RLIMIT_NOFILE, resource.RLIMIT_AS,
                resource.RLIMIT_DATA, resource.RLIMIT_STACK, resource.RLIMIT_NPROC)
 
-    def become_program(run, stdio):
+    def become_program(run, stdio, rep):
         """The run's program: this process, once it is what a plain start
-        of it would be. Returns to the interpreter's start-up."""
+        of it would be. Returns to the interpreter's start-up. The report
+        rep closes last, once it has what the set-up cost (ReportSetup)."""
         for i, fd in enumerate(stdio):
             os.dup2(fd, i)
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -238,7 +239,7 @@ def _server():
         libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
         libc.prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0)
         os.chdir(run["dir"])
-        os.closerange(3, 1 << 20)
+        close_all_but([rep])
         for name in extra_modules:
             sys.modules.pop(name, None)
         for key in list(sys.path_importer_cache):
@@ -262,6 +263,8 @@ def _server():
             sys.modules["random"].seed()
         if fast_exit_ok:
             watch_main(main)
+        write_all(rep, record("C", time.process_time_ns(), resource.getrusage(resource.RUSAGE_SELF).ru_minflt))
+        os.close(rep)
 
     # --- the program's exit -----------------------------------------------
     # A forked program's exit is dear: the interpreter's finalization drops
@@ -561,7 +564,7 @@ def _server():
             os._exit(111)
         try:
             write_all(rep, record("S"))
-            become_program(run, (stdin, stdout, stderr))
+            become_program(run, (stdin, stdout, stderr), rep)
             return True
         except BaseException as e:
             write_all(rep, record("X", ("exception on running command: %s" % e).encode()))
@@ -611,6 +614,7 @@ def _server():
         except OSError:
             return None
 
+    thread_time = time.thread_time_ns
     REAPER = tiny_reaper() or [b"/bin/sleep", b"infinity"]
     own_pidns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
     # The server's own space goes now, once: a run then only mounts its
@@ -632,6 +636,7 @@ def _server():
     def start(fds):
         script_fd, stdin, stdout, stderr, rep, kill = fds[:6]
         join = fds[6:]  # cgroup.procs files of the run's group
+        c0 = thread_time()
         try:
             # Our own PID namespace again for children (the last run's may
             # have lost its init, where a fork fails), then a new one for
@@ -641,9 +646,12 @@ def _server():
             check(libc.unshare(NEWPID), "unshare")
             # PID 1 of the namespace only waits: what the program leaves
             # behind stays there until the namespace ends with it.
+            c1 = thread_time()
             reaper_pid = os.posix_spawn(REAPER[0], REAPER, {}, setpgroup=0)
+            c2 = thread_time()
             t0 = time.monotonic_ns()
             pid = os.fork()
+            c3 = thread_time()
         except OSError as e:
             # The run goes the plain way (its report ends empty); a server
             # that cannot start runs ends, and the caller counts it.
@@ -659,34 +667,50 @@ def _server():
         for fd, what in ((os.pidfd_open(reaper_pid), "reaper"), (os.pidfd_open(pid), "pid"), (kill, "kill")):
             watched[fd] = (run, what)
             poll.register(fd, select.POLLIN)
+        # What the run costs (ReportCost): the server's CPU time on its
+        # start, of that the fork and the reaper's spawn, on its end; the
+        # program's CPU time and the reaper's.
+        run["cost"] = [thread_time() - c0, c3 - c2, c2 - c1, 0, 0, 0]
 
     def event(fd):
+        c0 = thread_time()
         run, what = watched[fd]
         unwatch(fd)
+        cost = run["cost"]
         if what == "kill":
             run["kill"] = None
             os.kill(run["reaper"], SIGKILL)  # not reaped yet: still ours
+            cost[3] += thread_time() - c0
             return
         _, status, usage = os.wait4(run[what], 0)
+        cpu = int((usage.ru_utime + usage.ru_stime) * 1e9)
         if what == "pid":
             run["status"], run["elapsed"] = status, time.monotonic_ns() - run["t0"]
             run["faults"] = usage.ru_minflt
+            cost[4] = cpu
             os.kill(run["reaper"], SIGKILL)
+        else:
+            cost[5] = cpu
         run["left"] -= 1
-        if run["left"] == 0:
-            if run["status"] is not None:
-                write_all(run["rep"], record("F", run["faults"]) + record("R", run["status"], run["elapsed"]))
-            os.close(run["rep"])
-            try:
-                used = loopback_used(run["netns"])
-            except OSError:
-                used = True
-            if used:
-                os.close(run["netns"])
-            else:
-                free_netns.append(run["netns"])
-            if run["kill"] is not None:
-                unwatch(run["kill"])
+        if run["left"] > 0:
+            cost[3] += thread_time() - c0
+            return
+        # Nothing of the run is left: its network namespace is kept for the
+        # next run or dropped, and then the report ends.
+        try:
+            used = loopback_used(run["netns"])
+        except OSError:
+            used = True
+        if used:
+            os.close(run["netns"])
+        else:
+            free_netns.append(run["netns"])
+        if run["kill"] is not None:
+            unwatch(run["kill"])
+        if run["status"] is not None:
+            cost[3] += thread_time() - c0
+            write_all(run["rep"], record("F", run["faults"]) + record("T", *cost) + record("R", run["status"], run["elapsed"]))
+        os.close(run["rep"])
 
     # The fast exit's hooks, set once: every program inherits them. (The
     # streams weakly: they must die at exit as in a plain start, which

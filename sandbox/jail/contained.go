@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -39,6 +40,7 @@ type initResult struct {
 	status  syscall.WaitStatus
 	elapsed time.Duration
 	faults  int64 // the program's minor page faults, where the fork server reports them
+	cost    *StartCost
 	files   map[string]string
 	noStart string // the program could not be started: the message
 }
@@ -144,11 +146,23 @@ func (r *InitReport) result(state *os.ProcessState) (*initResult, error) {
 		for i := 2; i+1 < len(rec.Args); i += 2 {
 			res.files[rec.Args[i]] = base64.StdEncoding.EncodeToString([]byte(rec.Args[i+1]))
 		}
+		var cost StartCost
 		for _, r := range recs {
-			if r.Op == nsinit.ReportFaults && len(r.Args) == 1 {
+			switch {
+			case r.Op == nsinit.ReportFaults && len(r.Args) == 1:
 				n, _ := nsinit.Atoi(r.Args[0])
 				res.faults = int64(n)
+			case r.Op == nsinit.ReportSetup && len(r.Args) == 2:
+				cost.Setup, cost.SetupFaults = atoi64(r.Args[0]), atoi64(r.Args[1])
+			case r.Op == nsinit.ReportCost && len(r.Args) == 6:
+				cost.Runs = 1
+				cost.ServerStart, cost.Fork, cost.Spawn = atoi64(r.Args[0]), atoi64(r.Args[1]), atoi64(r.Args[2])
+				cost.ServerEnd, cost.Program, cost.Reaper = atoi64(r.Args[3]), atoi64(r.Args[4]), atoi64(r.Args[5])
 			}
+		}
+		if cost.Runs == 1 {
+			cost.Faults = res.faults
+			res.cost = &cost
 		}
 		return res, nil
 	case nsinit.ReportNoStart:
@@ -192,3 +206,53 @@ func SafeJoin(dir, name string) (string, error) {
 
 // Ended is closed once the report has ended.
 func (r *InitReport) Ended() <-chan struct{} { return r.eof }
+
+func atoi64(s string) int64 {
+	n, _ := nsinit.Atoi(s)
+	return int64(n)
+}
+
+// StartCost is what the fork server's runs cost, summed over runs: CPU
+// time in nanoseconds and minor page faults, as the server and its
+// programs report them (nsinit.ReportSetup, nsinit.ReportCost).
+type StartCost struct {
+	Runs        int64 // runs that reported their cost
+	ServerStart int64 // the server's CPU on starting them
+	Fork        int64 // of that, the forks of the programs
+	Spawn       int64 // of that, the spawns of their PID 1s
+	ServerEnd   int64 // the server's CPU on their ends (reaping, the report, the network namespace)
+	Setup       int64 // the programs' CPU from the fork to the end of their set-up
+	SetupFaults int64 // their minor page faults in that time
+	Program     int64 // the programs' CPU in all (set-up included)
+	Faults      int64 // their minor page faults in all
+	Reaper      int64 // the CPU of the runs' PID 1s
+}
+
+// StartCosts adds up StartCost as runs end.
+type StartCosts struct {
+	mu  sync.Mutex
+	sum StartCost
+}
+
+func (c *StartCosts) add(s *StartCost) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &c.sum
+	t.Runs += s.Runs
+	t.ServerStart += s.ServerStart
+	t.Fork += s.Fork
+	t.Spawn += s.Spawn
+	t.ServerEnd += s.ServerEnd
+	t.Setup += s.Setup
+	t.SetupFaults += s.SetupFaults
+	t.Program += s.Program
+	t.Faults += s.Faults
+	t.Reaper += s.Reaper
+}
+
+// Sum is the costs so far.
+func (c *StartCosts) Sum() StartCost {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sum
+}

@@ -261,6 +261,7 @@ type Runner struct {
 
 	StarveGrants  atomic.Int64 // times a step was given back its wait (starve.go)
 	ProgramFaults atomic.Int64 // minor page faults reported by starters' programs
+	StartCosts    StartCosts   // what starters' runs cost, as they report it
 
 	sem chan struct{}
 }
@@ -621,6 +622,9 @@ wait:
 		ws, fetched = ir.status, ir.files
 		res.ExecutionTime = ir.elapsed.Seconds()
 		r.ProgramFaults.Add(ir.faults)
+		if ir.cost != nil {
+			r.StartCosts.add(ir.cost)
+		}
 	} else {
 		ws, _ = p.state.Sys().(syscall.WaitStatus)
 		fetched = fetchFiles(s.Dir, s.Fetch, r.MaxOutput)

@@ -55,6 +55,13 @@ const (
 	ReportError   = 'E' // the view could not be built: message
 	ReportNoStart = 'X' // the program could not be started: message
 	ReportFaults  = 'F' // (fork server, before ReportExit) the program's minor page faults
+	// ReportSetup (a fork-server program, once set up): its CPU time (ns)
+	// and minor page faults from the fork to the end of its set-up.
+	ReportSetup = 'C'
+	// ReportCost (fork server, before ReportExit): the server's CPU time
+	// (ns) on the run's start, of that the fork and the reaper's spawn, on
+	// its end; the program's CPU time in all and the reaper's.
+	ReportCost = 'T'
 )
 
 // Script builds the bytes of an init script.

@@ -1,0 +1,255 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/verl-score/verl-score/sandbox/jail"
+	"github.com/verl-score/verl-score/sandboxclient"
+	"github.com/verl-score/verl-score/score"
+)
+
+// BenchmarkCaseOverhead runs b.N distinct trivial Python cases (`pass`
+// and a comment naming the case) through the engine and a Local at the
+// Local's concurrency, and reports the CPU time a case costs outside its
+// program, by where it goes:
+//
+//   - engine: the score engine's own work, measured in the same run with
+//     the same solutions against a client that answers at once;
+//   - sandbox-go: the rest of this process (the jail: pipes, cgroup,
+//     users, the report; the fork server's socket);
+//   - server: the fork server's own work on a run's start (of which fork
+//     and spawn: the program's fork and its PID 1's spawn) and end
+//     (reaping, the report, the network namespace), and its residue
+//     (server-idle: waking, reading requests);
+//   - setup: the program's CPU from its fork to its first line (its
+//     namespaces, mounts, files, limits, user, and the pages it copies
+//     from the server on the way: setup-faults);
+//   - reaper: the run's PID 1;
+//   - elsewhere: the whole machine's busy CPU time less all of the above
+//     and the programs (the kernel's deferred work, as namespaces are torn
+//     down; anything else the machine runs, so keep it quiet).
+//
+// overhead is the sum outside the program (everything but the program's
+// own CPU from its first line), and attributed the same without
+// elsewhere. For scale, bare is the CPU time of one bare
+// `python3 -c pass` start, measured in the same run; ratios are to it.
+func BenchmarkCaseOverhead(b *testing.B) {
+	l := newLocal(b, Options{})
+	py := l.tools["python3"]
+	if py == "" {
+		b.Skip("python3 not installed")
+	}
+	if using, why := l.forks.State(); !using {
+		b.Skipf("the fork server is not used here: %s", why)
+	}
+	conc := l.opts.Concurrency
+	opts := score.Options{MaxConcurrent: conc, Timeout: 10, MemoryLimitMB: 1024, Language: "python"}
+	gt := trivialTruth()
+	sols := func(n, from int) []score.Solution {
+		out := make([]score.Solution, n)
+		for i := range out {
+			out[i] = score.Solution{ID: int64(from + i), Completion: fmt.Sprintf("```python\n"+benchCode+"  # case %d\n```", from+i), GroundTruth: gt, DataSource: "taco"}
+		}
+		return out
+	}
+	run := func(c sandboxclient.Client, s []score.Solution) {
+		e, err := score.New(c, opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		in := make(chan score.Solution, 64)
+		go func() {
+			defer close(in)
+			for _, x := range s {
+				in <- x
+			}
+		}()
+		n := 0
+		err = e.Run(context.Background(), in, func(r *score.Result) error {
+			if n++; r.Score != 1 {
+				b.Errorf("solution %d scored %v: %+v", r.ID, r.Score, r.Cases)
+			}
+			return nil
+		})
+		if err != nil || n != len(s) {
+			b.Fatalf("ran %d of %d: %v", n, len(s), err)
+		}
+	}
+	run(l, sols(conc, -conc)) // start the servers
+	cost0, pids := l.ForkCosts()
+	server0 := procCPU(b, pids)
+	self0, machine0 := selfCPU(), machineBusy(b)
+	start := time.Now()
+	b.ResetTimer()
+	run(l, sols(b.N, 0))
+	b.StopTimer()
+	wall := time.Since(start)
+	self1, machine1 := selfCPU(), machineBusy(b)
+	cost1, pids1 := l.ForkCosts()
+	if !equalInts(pids, pids1) {
+		b.Fatalf("the fork servers changed during the run: %v, then %v", pids, pids1)
+	}
+	server1 := procCPU(b, pids)
+	c := subCost(cost1, cost0)
+	if c.Runs != int64(b.N) {
+		b.Fatalf("%d of %d runs reported their cost", c.Runs, b.N)
+	}
+
+	// The engine alone, on the same solutions, answered at once.
+	e0 := selfCPU()
+	run(instantClient{}, sols(b.N, 0))
+	engine := selfCPU() - e0
+
+	// A bare interpreter's start, for scale.
+	var ru0, ru1 syscall.Rusage
+	const bareN = 40
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru0)
+	for range bareN {
+		if err := exec.Command(py, "-c", "pass").Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru1)
+	bare := (rusageCPU(&ru1) - rusageCPU(&ru0)) / bareN
+
+	n := time.Duration(b.N)
+	per := func(d time.Duration) float64 { return float64(d/n) / 1e6 }
+	ns := func(v int64) time.Duration { return time.Duration(v) }
+	serverAll := server1 - server0
+	program := ns(c.Program - c.Setup)
+	parts := []struct {
+		name string
+		d    time.Duration
+	}{
+		{"engine", engine},
+		{"sandbox-go", self1 - self0 - engine},
+		{"server-start", ns(c.ServerStart)},
+		{"server-end", ns(c.ServerEnd)},
+		{"server-idle", serverAll - ns(c.ServerStart+c.ServerEnd)},
+		{"setup", ns(c.Setup)},
+		{"reaper", ns(c.Reaper)},
+	}
+	var attributed time.Duration
+	for _, p := range parts {
+		attributed += p.d
+		b.ReportMetric(per(p.d), "ms-"+p.name+"/case")
+	}
+	elsewhere := machine1 - machine0 - attributed - program
+	b.ReportMetric(per(ns(c.Fork)), "ms-fork/case")
+	b.ReportMetric(per(ns(c.Spawn)), "ms-spawn/case")
+	b.ReportMetric(float64(c.SetupFaults)/float64(b.N), "setup-faults/case")
+	b.ReportMetric(float64(c.Faults-c.SetupFaults)/float64(b.N), "program-faults/case")
+	b.ReportMetric(per(program), "ms-program/case")
+	b.ReportMetric(per(elsewhere), "ms-elsewhere/case")
+	b.ReportMetric(per(attributed), "ms-attributed/case")
+	b.ReportMetric(per(attributed+elsewhere), "ms-overhead/case")
+	b.ReportMetric(float64(bare)/1e6, "ms-bare-start")
+	b.ReportMetric(float64(attributed+elsewhere)/float64(n)/float64(bare), "overhead/bare")
+	b.ReportMetric(float64(n)/wall.Seconds(), "cases/s")
+}
+
+// trivialTruth is a ground truth of one case whose expected output is
+// empty.
+func trivialTruth() []byte {
+	obj, _ := json.Marshal(map[string][]string{"inputs": {""}, "outputs": {""}})
+	s, _ := json.Marshal(string(obj))
+	return s
+}
+
+// instantClient answers every request at once as a run that printed
+// nothing and exited 0.
+type instantClient struct{}
+
+func (instantClient) Run(_ context.Context, req *sandboxclient.Request) (*sandboxclient.Response, error) {
+	rc := 0
+	return &sandboxclient.Response{Status: sandboxclient.StatusSuccess,
+		RunResult: &sandboxclient.StepResult{Status: sandboxclient.StepFinished, ReturnCode: &rc, ExecutionTime: 0.01}}, nil
+}
+
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return rusageCPU(&ru)
+}
+
+func rusageCPU(ru *syscall.Rusage) time.Duration {
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// clockTick is USER_HZ, the unit of /proc's CPU times.
+const clockTick = 100
+
+// procCPU sums the user and system time of these processes (not their
+// children).
+func procCPU(b *testing.B, pids []int) time.Duration {
+	var ticks int64
+	for _, pid := range pids {
+		data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			b.Fatalf("read a fork server's CPU time: %v", err)
+		}
+		f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+2:]))
+		u, _ := strconv.ParseInt(f[11], 10, 64) // utime, field 14
+		s, _ := strconv.ParseInt(f[12], 10, 64) // stime, field 15
+		ticks += u + s
+	}
+	return time.Duration(ticks) * time.Second / clockTick
+}
+
+// machineBusy is the CPU time the whole machine has spent busy: user,
+// nice, system, interrupts (not idle, waiting for I/O or stolen).
+func machineBusy(b *testing.B) time.Duration {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		b.Fatal(err)
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	f := strings.Fields(line) // cpu user nice system idle iowait irq softirq steal ...
+	var ticks int64
+	for _, i := range []int{1, 2, 3, 6, 7} {
+		v, _ := strconv.ParseInt(f[i], 10, 64)
+		ticks += v
+	}
+	return time.Duration(ticks) * time.Second / clockTick
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	seen := map[int]bool{}
+	for _, x := range a {
+		seen[x] = true
+	}
+	for _, x := range b {
+		if !seen[x] {
+			return false
+		}
+	}
+	return true
+}
+
+func subCost(a, b jail.StartCost) jail.StartCost {
+	return jail.StartCost{Runs: a.Runs - b.Runs, ServerStart: a.ServerStart - b.ServerStart, Fork: a.Fork - b.Fork, Spawn: a.Spawn - b.Spawn,
+		ServerEnd: a.ServerEnd - b.ServerEnd, Setup: a.Setup - b.Setup, SetupFaults: a.SetupFaults - b.SetupFaults,
+		Program: a.Program - b.Program, Faults: a.Faults - b.Faults, Reaper: a.Reaper - b.Reaper}
+}
+
+var benchCode = func() string {
+	if c := os.Getenv("VDEBUG_CODE"); c != "" {
+		return c
+	}
+	return "pass"
+}()
