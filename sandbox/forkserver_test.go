@@ -23,6 +23,7 @@ import (
 // threads.
 const observe = `import sys, os
 print("argv", sys.argv, sys.orig_argv, sys.executable)
+print("cpus", sorted(os.sched_getaffinity(0)))
 print("main", __name__, __file__, __package__, __spec__, __cached__, type(__loader__).__name__, __doc__)
 print("path", sys.path, list(globals()), __annotations__, __builtins__, __loader__.__class__)
 print("modules", sorted(sys.modules))
@@ -117,6 +118,50 @@ func TestForkServerLooksLikeAPlainStart(t *testing.T) {
 	}
 	if n := forked.Stats().ForkedRuns; n != 2 {
 		t.Errorf("%d runs went through the fork server, want 2", n)
+	}
+}
+
+// TestForkServerNetworkNamespaces: a run's network namespace goes to the
+// next run only if its loopback carried nothing; one that did is dropped
+// (a port left in TIME_WAIT would otherwise be taken).
+func TestForkServerNetworkNamespaces(t *testing.T) {
+	l := newLocal(t, Options{Concurrency: 1})
+	if using, why := l.forks.State(); !using {
+		t.Skipf("no fork server here: %s", why)
+	}
+	const quiet = "import os\nprint(os.readlink('/proc/self/ns/net'))\n"
+	const talks = `import os, socket
+srv = socket.socket()
+srv.bind(("127.0.0.1", 4242))
+srv.listen()
+cli = socket.create_connection(("127.0.0.1", 4242))
+conn, _ = srv.accept()
+conn.close()  # this side closes first: 4242 waits in TIME_WAIT
+cli.close()
+srv.close()
+print(os.readlink('/proc/self/ns/net'))
+`
+	const binds = "import os, socket\nsocket.socket().bind(('127.0.0.1', 4242))\nprint(os.readlink('/proc/self/ns/net'))\n"
+	run := func(code string) string {
+		t.Helper()
+		in := ""
+		resp, err := l.Run(context.Background(), &sandboxclient.Request{Language: "python", Code: code, Stdin: &in, RunTimeout: 10, MemoryLimitMB: 1024})
+		if err != nil || resp.Status != sandboxclient.StatusSuccess {
+			t.Fatalf("got %s", respText(resp, err))
+		}
+		return strings.TrimSpace(resp.RunResult.Stdout)
+	}
+	first, second := run(quiet), run(quiet)
+	if first != second {
+		t.Errorf("a quiet run's namespace was not handed on: %s, then %s", first, second)
+	}
+	used := run(talks)
+	after := run(binds)
+	if after == used {
+		t.Errorf("the namespace whose loopback carried packets was handed on (%s)", used)
+	}
+	if n := l.Stats().ForkedRuns; n != 4 {
+		t.Errorf("%d of 4 runs went through the fork server", n)
 	}
 }
 

@@ -32,7 +32,11 @@ import (
 //   - server: the fork server's own work on a run's start (of which fork
 //     and spawn: the program's fork and its PID 1's spawn) and end
 //     (reaping, the report, the network namespace), and its residue
-//     (server-idle: waking, reading requests);
+//     (server-idle: waking, reading requests); with server-faults, the
+//     page faults it takes per case (each fork makes every page it then
+//     writes fault once more). A server does this one event at a time:
+//     serial is its sum, the CPU per case that a server's thread puts in
+//     line;
 //   - setup: the program's CPU from its fork to its first line (its
 //     namespaces, mounts, files, limits, user, and the pages it copies
 //     from the server on the way: setup-faults);
@@ -43,7 +47,9 @@ import (
 //
 // overhead is the sum outside the program (everything but the program's
 // own CPU from its first line), and attributed the same without
-// elsewhere. For scale, bare is the CPU time of one bare
+// elsewhere; program is that CPU from its first line to its exit (the
+// interpreter's last steps of start-up, the run, its exit), with the page
+// faults it took (program-faults). For scale, bare is the CPU time of one bare
 // `python3 -c pass` start, measured in the same run; ratios are to it.
 func BenchmarkCaseOverhead(b *testing.B) {
 	l := newLocal(b, Options{})
@@ -89,7 +95,7 @@ func BenchmarkCaseOverhead(b *testing.B) {
 	}
 	run(l, sols(conc, -conc)) // start the servers
 	cost0, pids := l.ForkCosts()
-	server0 := procCPU(b, pids)
+	server0, serverFaults0 := procCPU(b, pids)
 	self0, machine0 := selfCPU(), machineBusy(b)
 	start := time.Now()
 	b.ResetTimer()
@@ -101,7 +107,7 @@ func BenchmarkCaseOverhead(b *testing.B) {
 	if !equalInts(pids, pids1) {
 		b.Fatalf("the fork servers changed during the run: %v, then %v", pids, pids1)
 	}
-	server1 := procCPU(b, pids)
+	server1, serverFaults1 := procCPU(b, pids)
 	c := subCost(cost1, cost0)
 	if c.Runs != int64(b.N) {
 		b.Fatalf("%d of %d runs reported their cost", c.Runs, b.N)
@@ -147,6 +153,8 @@ func BenchmarkCaseOverhead(b *testing.B) {
 		b.ReportMetric(per(p.d), "ms-"+p.name+"/case")
 	}
 	elsewhere := machine1 - machine0 - attributed - program
+	b.ReportMetric(per(serverAll), "ms-serial/case")
+	b.ReportMetric(float64(serverFaults1-serverFaults0)/float64(b.N), "server-faults/case")
 	b.ReportMetric(per(ns(c.Fork)), "ms-fork/case")
 	b.ReportMetric(per(ns(c.Spawn)), "ms-spawn/case")
 	b.ReportMetric(float64(c.SetupFaults)/float64(b.N), "setup-faults/case")
@@ -192,8 +200,8 @@ func rusageCPU(ru *syscall.Rusage) time.Duration {
 const clockTick = 100
 
 // procCPU sums the user and system time of these processes (not their
-// children).
-func procCPU(b *testing.B, pids []int) time.Duration {
+// children), and their minor page faults.
+func procCPU(b *testing.B, pids []int) (cpu time.Duration, faults int64) {
 	var ticks int64
 	for _, pid := range pids {
 		data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
@@ -201,11 +209,13 @@ func procCPU(b *testing.B, pids []int) time.Duration {
 			b.Fatalf("read a fork server's CPU time: %v", err)
 		}
 		f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+2:]))
+		flt, _ := strconv.ParseInt(f[7], 10, 64) // minflt, field 10
+		faults += flt
 		u, _ := strconv.ParseInt(f[11], 10, 64) // utime, field 14
 		s, _ := strconv.ParseInt(f[12], 10, 64) // stime, field 15
 		ticks += u + s
 	}
-	return time.Duration(ticks) * time.Second / clockTick
+	return time.Duration(ticks) * time.Second / clockTick, faults
 }
 
 // machineBusy is the CPU time the whole machine has spent busy: user,

@@ -113,9 +113,11 @@ var _ jail.Starter = (*Pool)(nil)
 var errOff = errors.New("the fork server is not used")
 
 // slots is how many servers a Pool runs per stack limit: one per core it
-// runs programs on, up to 4.
+// runs programs on. Server i is pinned to the i-th CPU this process may
+// use (and its programs' set-up with it): its forks and the page faults
+// that follow them then stay on one CPU, whose TLB alone is flushed.
 func (p *Pool) slots() int {
-	return max(1, min(p.Concurrency, runtime.NumCPU(), 4))
+	return max(1, min(p.Concurrency, runtime.NumCPU()))
 }
 
 // State says whether Python runs go through the fork server here, and
@@ -199,7 +201,7 @@ func (p *Pool) server(lim jail.Limits, prelude bool) *forkServer {
 		}
 		p.Jail.Warn("forkserver-died", why+"; starting another")
 	}
-	fs, err := p.startServer(lim, prelude)
+	fs, err := p.startServer(lim, prelude, key.slot)
 	if err != nil {
 		p.failed = err.Error()
 		p.Jail.Warn("forkserver", "Python runs start the plain way: the fork server could not start: "+p.failed)
@@ -228,8 +230,8 @@ func (p *Pool) Lost(why string) {
 }
 
 // startServer starts a server under the stack limit of lim, which runs
-// the Pool's Prelude first if prelude is set.
-func (p *Pool) startServer(lim jail.Limits, prelude bool) (*forkServer, error) {
+// the Pool's Prelude first if prelude is set, pinned to the slot-th CPU.
+func (p *Pool) startServer(lim jail.Limits, prelude bool, slot int) (*forkServer, error) {
 	if p.userSite == "" {
 		// Where site looks for usercustomize with the runs' HOME.
 		c := exec.Command(p.Python, "-c", "import site; print(site.getusersitepackages())")
@@ -250,6 +252,7 @@ func (p *Pool) startServer(lim jail.Limits, prelude bool) (*forkServer, error) {
 		p.userSite + "/usercustomize.py":         []byte(forkServerStart),
 		p.userSite + "/verl_score_forkserver.py": []byte(forkServerSource),
 		p.userSite + "/verl_score_space":         own.Bytes(),
+		p.userSite + "/verl_score_cpu":           []byte(strconv.Itoa(slot)),
 	}
 	if prelude {
 		s.View.Files[p.userSite+"/verl_score_prelude.py"] = []byte(p.Prelude)
