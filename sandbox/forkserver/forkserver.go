@@ -114,8 +114,8 @@ var errOff = errors.New("the fork server is not used")
 
 // slots is how many servers a Pool runs per stack limit: one per core it
 // runs programs on. Server i is pinned to the i-th CPU this process may
-// use (and its programs' set-up with it): its forks and the page faults
-// that follow them then stay on one CPU, whose TLB alone is flushed.
+// use (its programs are not): its forks and the page faults that follow
+// them then stay on one CPU, whose TLB alone is flushed.
 func (p *Pool) slots() int {
 	return max(1, min(p.Concurrency, runtime.NumCPU()))
 }

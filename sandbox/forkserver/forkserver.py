@@ -243,8 +243,6 @@ def _server():
         libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
         libc.prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0)
         os.chdir(run["dir"])
-        if own_cpu != allowed_cpus:
-            os.sched_setaffinity(0, allowed_cpus)
         close_all_but([rep])
         for name in extra_modules:
             sys.modules.pop(name, None)
@@ -632,10 +630,10 @@ def _server():
     proc = os.open("/proc", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     with open(os.path.join(user_site, "verl_score_space"), "rb") as f:
         detach_space(records(f.read()))
-    # The server runs on one CPU (its slot's among those allowed), and so
-    # does a run's program until it is set up: a fork and the faults after
-    # it then flush that CPU's TLB alone. The program then gets back the
-    # CPUs a plain start has.
+    # The server runs on one CPU (its slot's among those allowed): its
+    # forks, and the faults that each fork brings on the pages it writes
+    # next, then flush that CPU's TLB alone. A run's program takes back the
+    # CPUs a plain start has at once.
     if own_cpu != allowed_cpus:
         os.sched_setaffinity(0, own_cpu)
     poll = select.poll()
@@ -673,6 +671,8 @@ def _server():
             os.write(2, ("fork server: %s\n" % e).encode())
             os._exit(1)
         if pid == 0:
+            if own_cpu != allowed_cpus:
+                os.sched_setaffinity(0, allowed_cpus)
             ctl.detach()
             return program([script_fd, stdin, stdout, stderr, rep, netns] + join)
         os.setpgid(pid, reaper_pid)
