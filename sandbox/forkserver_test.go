@@ -395,3 +395,31 @@ func sameLines(t *testing.T, i int, plain, forked string) {
 		}
 	}
 }
+
+// TestForkServerReportsCosts: every forked run reports what it cost (the
+// figures BenchmarkCaseOverhead breaks a case's CPU down with), and the
+// figures hang together.
+func TestForkServerReportsCosts(t *testing.T) {
+	l := newLocal(t, Options{Concurrency: 1})
+	if using, why := l.forks.State(); !using {
+		t.Skipf("no fork server here: %s", why)
+	}
+	const n = 6
+	for i := range n {
+		in := strconv.Itoa(i)
+		resp, err := l.Run(context.Background(), &sandboxclient.Request{Language: "python", Code: "print(input())", Stdin: &in, RunTimeout: 10, MemoryLimitMB: 1024})
+		if err != nil || resp.Status != sandboxclient.StatusSuccess {
+			t.Fatalf("got %s", respText(resp, err))
+		}
+	}
+	c, pids := l.ForkCosts()
+	if c.Runs != n || len(pids) != 1 {
+		t.Fatalf("%d of %d runs reported their cost, %d servers running", c.Runs, n, len(pids))
+	}
+	if c.Fork <= 0 || c.Spawn <= 0 || c.ServerStart < c.Fork+c.Spawn || c.ServerEnd <= 0 {
+		t.Errorf("the server's figures do not add up: %+v", c)
+	}
+	if c.Setup <= 0 || c.Program <= c.Setup || c.SetupFaults <= 0 || c.Faults <= c.SetupFaults || c.Reaper <= 0 {
+		t.Errorf("the program's figures do not add up: %+v", c)
+	}
+}
