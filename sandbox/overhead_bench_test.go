@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -61,38 +63,8 @@ func BenchmarkCaseOverhead(b *testing.B) {
 		b.Skipf("the fork server is not used here: %s", why)
 	}
 	conc := l.opts.Concurrency
-	opts := score.Options{MaxConcurrent: conc, Timeout: 10, MemoryLimitMB: 1024, Language: "python"}
-	gt := trivialTruth()
-	sols := func(n, from int) []score.Solution {
-		out := make([]score.Solution, n)
-		for i := range out {
-			out[i] = score.Solution{ID: int64(from + i), Completion: fmt.Sprintf("```python\n"+benchCode+"  # case %d\n```", from+i), GroundTruth: gt, DataSource: "taco"}
-		}
-		return out
-	}
-	run := func(c sandboxclient.Client, s []score.Solution) {
-		e, err := score.New(c, opts)
-		if err != nil {
-			b.Fatal(err)
-		}
-		in := make(chan score.Solution, 64)
-		go func() {
-			defer close(in)
-			for _, x := range s {
-				in <- x
-			}
-		}()
-		n := 0
-		err = e.Run(context.Background(), in, func(r *score.Result) error {
-			if n++; r.Score != 1 {
-				b.Errorf("solution %d scored %v: %+v", r.ID, r.Score, r.Cases)
-			}
-			return nil
-		})
-		if err != nil || n != len(s) {
-			b.Fatalf("ran %d of %d: %v", n, len(s), err)
-		}
-	}
+	sols := trivialSolutions
+	run := func(c sandboxclient.Client, s []score.Solution) { scoreAll(b, c, conc, s) }
 	run(l, sols(conc, -conc)) // start the servers
 	cost0, pids := l.ForkCosts()
 	server0, serverFaults0 := procCPU(b, pids)
@@ -166,6 +138,43 @@ func BenchmarkCaseOverhead(b *testing.B) {
 	b.ReportMetric(float64(bare)/1e6, "ms-bare-start")
 	b.ReportMetric(float64(attributed+elsewhere)/float64(n)/float64(bare), "overhead/bare")
 	b.ReportMetric(float64(n)/wall.Seconds(), "cases/s")
+}
+
+// trivialSolutions are n distinct trivial Python solutions (`pass` and a
+// comment naming the case), one case each, numbered from from.
+func trivialSolutions(n, from int) []score.Solution {
+	gt := trivialTruth()
+	out := make([]score.Solution, n)
+	for i := range out {
+		out[i] = score.Solution{ID: int64(from + i), Completion: fmt.Sprintf("```python\npass  # case %d\n```", from+i), GroundTruth: gt, DataSource: "taco"}
+	}
+	return out
+}
+
+// scoreAll scores sols through c at concurrency conc and requires each to
+// score 1.
+func scoreAll(b *testing.B, c sandboxclient.Client, conc int, sols []score.Solution) {
+	e, err := score.New(c, score.Options{MaxConcurrent: conc, Timeout: 10, MemoryLimitMB: 1024, Language: "python"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := make(chan score.Solution, 64)
+	go func() {
+		defer close(in)
+		for _, x := range sols {
+			in <- x
+		}
+	}()
+	n := 0
+	err = e.Run(context.Background(), in, func(r *score.Result) error {
+		if n++; r.Score != 1 {
+			b.Errorf("solution %d scored %v: %+v", r.ID, r.Score, r.Cases)
+		}
+		return nil
+	})
+	if err != nil || n != len(sols) {
+		b.Fatalf("ran %d of %d: %v", n, len(sols), err)
+	}
 }
 
 // trivialTruth is a ground truth of one case whose expected output is
@@ -257,9 +266,42 @@ func subCost(a, b jail.StartCost) jail.StartCost {
 		Program: a.Program - b.Program, Faults: a.Faults - b.Faults, Reaper: a.Reaper - b.Reaper}
 }
 
-var benchCode = func() string {
-	if c := os.Getenv("VDEBUG_CODE"); c != "" {
-		return c
+// BenchmarkScaling is issue #33's table: b.N distinct trivial Python cases
+// through the engine and a Local at P programs at once, against b.N bare
+// `python3 -c pass` starts by P workers, for P in 1, 8, 16 and the number
+// of CPUs (those this machine has). It reports each rate, their ratio,
+// and how each rate grew from P=1 to the largest P (scale). On a 16-core
+// machine: go test ./sandbox -run XXX -bench Scaling -benchtime 2000x.
+func BenchmarkScaling(b *testing.B) {
+	cpus := runtime.NumCPU()
+	var ps []int
+	for _, p := range []int{1, 8, 16, cpus} {
+		if p <= cpus && !slices.Contains(ps, p) {
+			ps = append(ps, p)
+		}
 	}
-	return "pass"
-}()
+	slices.Sort(ps)
+	var first, firstBare, last, lastBare float64
+	for _, p := range ps {
+		l := newLocal(b, Options{Concurrency: p})
+		py := l.tools["python3"]
+		if py == "" {
+			b.Skip("python3 not installed")
+		}
+		scoreAll(b, l, p, trivialSolutions(p, -p)) // start the servers
+		start := time.Now()
+		scoreAll(b, l, p, trivialSolutions(b.N, 0))
+		rate := float64(b.N) / time.Since(start).Seconds()
+		bare := float64(b.N) / runParallel(b, p, b.N, func() error { return exec.Command(py, "-c", "pass").Run() }).Seconds()
+		l.Close()
+		b.ReportMetric(rate, fmt.Sprintf("cases/s-%d", p))
+		b.ReportMetric(bare, fmt.Sprintf("bare/s-%d", p))
+		b.ReportMetric(rate/bare, fmt.Sprintf("ratio-%d", p))
+		if p == ps[0] {
+			first, firstBare = rate, bare
+		}
+		last, lastBare = rate, bare
+	}
+	b.ReportMetric(last/first, "scale")
+	b.ReportMetric(lastBare/firstBare, "bare-scale")
+}
