@@ -23,7 +23,7 @@ import (
 // threads.
 const observe = `import sys, os
 print("argv", sys.argv, sys.orig_argv, sys.executable)
-print("cpus", sorted(os.sched_getaffinity(0)))
+print("cpus", sorted(os.sched_getaffinity(0)), __import__("gc").isenabled())
 print("main", __name__, __file__, __package__, __spec__, __cached__, type(__loader__).__name__, __doc__)
 print("path", sys.path, list(globals()), __annotations__, __builtins__, __loader__.__class__)
 print("modules", sorted(sys.modules))
