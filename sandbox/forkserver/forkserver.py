@@ -635,7 +635,10 @@ def _server():
     # next, then flush that CPU's TLB alone. A run's program takes back the
     # CPUs a plain start has at once.
     if own_cpu != allowed_cpus:
-        os.sched_setaffinity(0, own_cpu)
+        try:
+            os.sched_setaffinity(0, own_cpu)
+        except OSError:
+            own_cpu = allowed_cpus  # the CPU went away: the server goes unpinned
     poll = select.poll()
     poll.register(3, select.POLLIN)
     watched = {}  # fd -> (run, what)
@@ -672,7 +675,10 @@ def _server():
             os._exit(1)
         if pid == 0:
             if own_cpu != allowed_cpus:
-                os.sched_setaffinity(0, allowed_cpus)
+                try:
+                    os.sched_setaffinity(0, allowed_cpus)
+                except OSError:
+                    pass  # some went away since the server started: it keeps the server's
             ctl.detach()
             return program([script_fd, stdin, stdout, stderr, rep, netns] + join)
         os.setpgid(pid, reaper_pid)
