@@ -235,14 +235,19 @@ print(n)
 
 // TestForkBombThenInnocents: with one slot, the step user a fork bomb used
 // comes back at once; fifty innocent solutions after it must all be right,
-// twenty times over.
+// four times over (twenty in TestSlowForkBombThenInnocents, which .ci/run
+// runs with the slow tests).
 func TestForkBombThenInnocents(t *testing.T) {
+	rounds := 4
+	if testing.Short() {
+		rounds = 2
+	}
+	forkBombThenInnocents(t, rounds)
+}
+
+func forkBombThenInnocents(t *testing.T, rounds int) {
 	l := newLocal(t, Options{Concurrency: 1})
 	needPerRunUser(t, l)
-	rounds := 20
-	if testing.Short() {
-		rounds = 3
-	}
 	for r := range rounds {
 		v, resp, err := judgeCase(context.Background(), l, "python", forkBomb, "", "0\n")
 		if err != nil {
