@@ -223,7 +223,7 @@ func newView(j *jail.Runner, root string, tools map[string]string, env []string)
 
 // Stats returns the counters so far.
 func (l *Local) Stats() Stats {
-	return Stats{Runs: l.runs.Load(), Compiles: l.compiles.Load(), CompileCacheHits: l.compileHits.Load(), ForkedRuns: l.forks.Forked.Load(), ForkedFaults: l.j.ProgramFaults.Load(), PreludeRuns: l.forks.PreludeRuns.Load(),
+	return Stats{Runs: l.runs.Load(), Compiles: l.compiles.Load(), CompileCacheHits: l.compileHits.Load(), ForkedRuns: l.forks.Forked.Load(), ForkedFaults: l.j.StartCosts.Sum().Faults, PreludeRuns: l.forks.PreludeRuns.Load(),
 		StarveGrants: l.j.StarveGrants.Load(), StarvedReruns: l.starvedReruns.Load()}
 }
 

@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verl-score/verl-score/sandbox/jail"
 	"github.com/verl-score/verl-score/sandboxclient"
 	"github.com/verl-score/verl-score/score"
 )
@@ -76,11 +75,13 @@ func BenchmarkCaseOverhead(b *testing.B) {
 	wall := time.Since(start)
 	self1, machine1 := selfCPU(), machineBusy(b)
 	cost1, pids1 := l.ForkCosts()
-	if !equalInts(pids, pids1) {
+	slices.Sort(pids)
+	slices.Sort(pids1)
+	if !slices.Equal(pids, pids1) {
 		b.Fatalf("the fork servers changed during the run: %v, then %v", pids, pids1)
 	}
 	server1, serverFaults1 := procCPU(b, pids)
-	c := subCost(cost1, cost0)
+	c := cost1.Since(cost0)
 	if c.Runs != int64(b.N) {
 		b.Fatalf("%d of %d runs reported their cost", c.Runs, b.N)
 	}
@@ -242,28 +243,6 @@ func machineBusy(b *testing.B) time.Duration {
 		ticks += v
 	}
 	return time.Duration(ticks) * time.Second / clockTick
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	seen := map[int]bool{}
-	for _, x := range a {
-		seen[x] = true
-	}
-	for _, x := range b {
-		if !seen[x] {
-			return false
-		}
-	}
-	return true
-}
-
-func subCost(a, b jail.StartCost) jail.StartCost {
-	return jail.StartCost{Runs: a.Runs - b.Runs, ServerStart: a.ServerStart - b.ServerStart, Fork: a.Fork - b.Fork, Spawn: a.Spawn - b.Spawn,
-		ServerEnd: a.ServerEnd - b.ServerEnd, Setup: a.Setup - b.Setup, SetupFaults: a.SetupFaults - b.SetupFaults,
-		Program: a.Program - b.Program, Faults: a.Faults - b.Faults, Reaper: a.Reaper - b.Reaper}
 }
 
 // BenchmarkScaling is issue #33's table: b.N distinct trivial Python cases

@@ -39,8 +39,7 @@ func NewInitReport(r *os.File, pending ...*os.File) *InitReport {
 type initResult struct {
 	status  syscall.WaitStatus
 	elapsed time.Duration
-	faults  int64 // the program's minor page faults, where the fork server reports them
-	cost    *StartCost
+	cost    *StartCost // what a fork-server run cost, as the server and its program report it
 	files   map[string]string
 	noStart string // the program could not be started: the message
 }
@@ -150,8 +149,7 @@ func (r *InitReport) result(state *os.ProcessState) (*initResult, error) {
 		for _, r := range recs {
 			switch {
 			case r.Op == nsinit.ReportFaults && len(r.Args) == 1:
-				n, _ := nsinit.Atoi(r.Args[0])
-				res.faults = int64(n)
+				cost.Faults = atoi64(r.Args[0])
 			case r.Op == nsinit.ReportSetup && len(r.Args) == 2:
 				cost.Setup, cost.SetupFaults = atoi64(r.Args[0]), atoi64(r.Args[1])
 			case r.Op == nsinit.ReportCost && len(r.Args) == 6:
@@ -161,7 +159,6 @@ func (r *InitReport) result(state *os.ProcessState) (*initResult, error) {
 			}
 		}
 		if cost.Runs == 1 {
-			cost.Faults = res.faults
 			res.cost = &cost
 		}
 		return res, nil
@@ -237,17 +234,18 @@ type StartCosts struct {
 func (c *StartCosts) add(s *StartCost) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t := &c.sum
-	t.Runs += s.Runs
-	t.ServerStart += s.ServerStart
-	t.Fork += s.Fork
-	t.Spawn += s.Spawn
-	t.ServerEnd += s.ServerEnd
-	t.Setup += s.Setup
-	t.SetupFaults += s.SetupFaults
-	t.Program += s.Program
-	t.Faults += s.Faults
-	t.Reaper += s.Reaper
+	c.sum = c.sum.plus(*s, 1)
+}
+
+// Since is what the runs cost from earlier, an earlier Sum, to c.
+func (c StartCost) Since(earlier StartCost) StartCost { return c.plus(earlier, -1) }
+
+// plus is c + sign × o, figure by figure.
+func (c StartCost) plus(o StartCost, sign int64) StartCost {
+	return StartCost{Runs: c.Runs + sign*o.Runs, ServerStart: c.ServerStart + sign*o.ServerStart,
+		Fork: c.Fork + sign*o.Fork, Spawn: c.Spawn + sign*o.Spawn, ServerEnd: c.ServerEnd + sign*o.ServerEnd,
+		Setup: c.Setup + sign*o.Setup, SetupFaults: c.SetupFaults + sign*o.SetupFaults,
+		Program: c.Program + sign*o.Program, Faults: c.Faults + sign*o.Faults, Reaper: c.Reaper + sign*o.Reaper}
 }
 
 // Sum is the costs so far.

@@ -259,9 +259,8 @@ type Runner struct {
 	// exec (the Python fork server).
 	Starter Starter
 
-	StarveGrants  atomic.Int64 // times a step was given back its wait (starve.go)
-	ProgramFaults atomic.Int64 // minor page faults reported by starters' programs
-	StartCosts    StartCosts   // what starters' runs cost, as they report it
+	StarveGrants atomic.Int64 // times a step was given back its wait (starve.go)
+	StartCosts   StartCosts   // what starters' runs cost (CPU, page faults), as they report it
 
 	sem chan struct{}
 }
@@ -621,7 +620,6 @@ wait:
 		}
 		ws, fetched = ir.status, ir.files
 		res.ExecutionTime = ir.elapsed.Seconds()
-		r.ProgramFaults.Add(ir.faults)
 		if ir.cost != nil {
 			r.StartCosts.add(ir.cost)
 		}
