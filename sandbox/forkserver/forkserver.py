@@ -244,13 +244,8 @@ def _server():
         libc.prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0)
         os.chdir(run["dir"])
         close_all_but([rep])
-        for name in extra_modules:
+        for name in server_needs:
             sys.modules.pop(name, None)
-        for key in list(sys.path_importer_cache):
-            if key not in plain_importers:
-                del sys.path_importer_cache[key]
-        if user_site in sys.path:
-            sys.path.remove(user_site)
         # The start-up's objects stay frozen: the program's collections
         # and its exit then leave them (and their pages) alone. __main__
         # must be new, though: a frozen module dict outlives the module at
@@ -303,7 +298,9 @@ def _server():
     # Types whose instances need a look of their own: a generator that is
     # suspended runs code when closed, a weak reference may have a callback.
     # In-memory files close without output.
-    GEN, CORO, AGEN = type(_gen()), type(_coro()), type(_agen())
+    coro = _coro()
+    GEN, CORO, AGEN = type(_gen()), type(coro), type(_agen())
+    coro.close()  # never run: no warning about it on the server's stderr
     weak_refs = _weakref.ReferenceType
     weak_proxies = (_weakref.ProxyType, _weakref.CallableProxyType)
     weak_callback = weak_refs.__callback__.__get__
@@ -653,6 +650,10 @@ def _server():
         script_fd, stdin, stdout, stderr, rep, kill = fds[:6]
         join = fds[6:]  # cgroup.procs files of the run's group
         c0 = thread_time()
+        # Something the server did imported a module (the C code of a
+        # call may): it goes, as those of the start did.
+        if len(sys.modules) != clean[0] or len(sys.path_importer_cache) != clean[1] or len(sys.path) != clean[2]:
+            drop_extras()
         try:
             # Our own PID namespace again for children (the last run's may
             # have lost its init, where a fork fails), then a new one for
@@ -740,11 +741,28 @@ def _server():
     fast_exit_ok = sys.version_info >= (3, 11) and bool(RETURNS)
     if fast_exit_ok:
         sys.addaudithook(audit)
-    extra_modules = [name for name in sys.modules if name not in run_modules]
+    # What the server imported, the importers it made and its user site
+    # are not a plain start's: they go from the server once, here, rather
+    # than from each program (whose page copies that would cost). But
+    # os.wait4 imports resource at each call: that one stays in the
+    # server, and each program drops it.
+    own_module = sys.modules[__name__]
+    server_needs = [name for name in ("resource",) if name not in run_modules]
+
+    def drop_extras():
+        for name in [name for name in sys.modules if name not in run_modules and name not in server_needs]:
+            del sys.modules[name]
+        for key in [key for key in sys.path_importer_cache if key not in plain_importers]:
+            del sys.path_importer_cache[key]
+        if user_site in sys.path:
+            sys.path.remove(user_site)
+        return len(sys.modules), len(sys.path_importer_cache), len(sys.path)
+
+    clean = drop_extras()
     # What the server made stays alive, so that a program's exit does not
     # free it (copying its pages), and frozen, out of every collection's
     # way (see become_program).
-    keep = [locals(), globals(), sys.modules[__name__]]
+    keep = [locals(), globals(), own_module]
     keep.append(keep)
     # Free heap at the top goes back to the system: a program's address-
     # space allowance would count it and the program could use it too.
