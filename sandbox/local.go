@@ -228,10 +228,12 @@ func (l *Local) Stats() Stats {
 }
 
 // ForkCosts is what the fork server's runs have cost so far, as the
-// server and its programs report it, and the process ids of its running
-// servers (whose own CPU time a benchmark reads).
-func (l *Local) ForkCosts() (jail.StartCost, []int) {
-	return l.j.StartCosts.Sum(), l.forks.ServerPIDs()
+// servers, their inits and their programs report it, and the process ids
+// of the running servers and of their inits (whose own CPU time a
+// benchmark reads).
+func (l *Local) ForkCosts() (cost jail.StartCost, servers, inits []int) {
+	servers, inits = l.forks.PIDs()
+	return l.j.StartCosts.Sum(), servers, inits
 }
 
 // Close removes the sandbox's directory with its cached builds.

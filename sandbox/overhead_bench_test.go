@@ -31,20 +31,22 @@ import (
 //   - sandbox-go: the rest of this process (the jail: pipes, cgroup,
 //     users, the report; the fork server's socket);
 //   - server: the fork server's own work on a run's start (of which fork
-//     and spawn: the program's fork and its PID 1's spawn) and end
-//     (reaping, the report, the network namespace), and its residue
-//     (server-idle: waking, reading requests); with server-faults, the
-//     page faults it takes per case (each fork makes every page it then
-//     writes fault once more). A server does this one event at a time:
-//     serial is its sum, the CPU per case that a server's thread puts in
-//     line;
+//     and spawn: the program's fork and its PID 1's spawn), and its
+//     residue (server-idle: waking, reading requests, answering); with
+//     server-faults, the page faults it takes per case (each fork makes
+//     every page it then writes fault once more). A server does this one
+//     run at a time: serial is its sum, the CPU per case that a server's
+//     thread puts in line;
+//   - init: the server's init, which passes it the runs and sees each to
+//     its end (reaping, the run's PID 1, the network namespace, the
+//     report), in Go, on threads of its own;
 //   - setup: the program's CPU from its fork to its first line (its
 //     namespaces, mounts, files, limits, user, and the pages it copies
 //     from the server on the way: setup-faults);
-//   - reaper: the run's PID 1;
 //   - elsewhere: the whole machine's busy CPU time less all of the above
-//     and the programs (the kernel's deferred work, as namespaces are torn
-//     down; anything else the machine runs, so keep it quiet).
+//     and the programs (the runs' PID 1s, which the kernel reaps; the
+//     kernel's deferred work, as namespaces are torn down; anything else
+//     the machine runs, so keep it quiet).
 //
 // overhead is the sum outside the program (everything but the program's
 // own CPU from its first line), and attributed the same without
@@ -65,8 +67,9 @@ func BenchmarkCaseOverhead(b *testing.B) {
 	sols := trivialSolutions
 	run := func(c sandboxclient.Client, s []score.Solution) { scoreAll(b, c, conc, s) }
 	run(l, sols(conc, -conc)) // start the servers
-	cost0, pids := l.ForkCosts()
+	cost0, pids, inits := l.ForkCosts()
 	server0, serverFaults0 := procCPU(b, pids)
+	init0, _ := procCPU(b, inits)
 	self0, machine0 := selfCPU(), machineBusy(b)
 	start := time.Now()
 	b.ResetTimer()
@@ -74,13 +77,14 @@ func BenchmarkCaseOverhead(b *testing.B) {
 	b.StopTimer()
 	wall := time.Since(start)
 	self1, machine1 := selfCPU(), machineBusy(b)
-	cost1, pids1 := l.ForkCosts()
+	cost1, pids1, _ := l.ForkCosts()
 	slices.Sort(pids)
 	slices.Sort(pids1)
 	if !slices.Equal(pids, pids1) {
 		b.Fatalf("the fork servers changed during the run: %v, then %v", pids, pids1)
 	}
 	server1, serverFaults1 := procCPU(b, pids)
+	init1, _ := procCPU(b, inits)
 	c := cost1.Since(cost0)
 	if c.Runs != int64(b.N) {
 		b.Fatalf("%d of %d runs reported their cost", c.Runs, b.N)
@@ -115,10 +119,9 @@ func BenchmarkCaseOverhead(b *testing.B) {
 		{"engine", engine},
 		{"sandbox-go", self1 - self0 - engine},
 		{"server-start", ns(c.ServerStart)},
-		{"server-end", ns(c.ServerEnd)},
-		{"server-idle", serverAll - ns(c.ServerStart+c.ServerEnd)},
+		{"server-idle", serverAll - ns(c.ServerStart)},
+		{"init", init1 - init0},
 		{"setup", ns(c.Setup)},
-		{"reaper", ns(c.Reaper)},
 	}
 	var attributed time.Duration
 	for _, p := range parts {

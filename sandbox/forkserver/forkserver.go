@@ -258,7 +258,7 @@ func (p *Pool) startServer(lim jail.Limits, prelude bool, slot int) (*forkServer
 		s.View.Files[p.userSite+"/verl_score_prelude.py"] = []byte(p.Prelude)
 	}
 	var sc nsinit.Script
-	sc.Op(nsinit.OpKeepFds, "5")
+	sc.Op(nsinit.OpServe, "5")
 	script := append(p.Jail.View.Script(&s, -1, p.Jail.Wrap(s.Argv, jail.Limits{StackMB: lim.StackMB}, nil), 0), sc.Bytes()...)
 
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
@@ -413,22 +413,23 @@ func (p *Pool) KillServers() {
 	}
 }
 
-// ServerPIDs are the process ids of the running servers' interpreters,
-// as this process sees them (each is the only child of its init).
-func (p *Pool) ServerPIDs() []int {
+// PIDs are the process ids of the running servers' interpreters and of
+// their inits, as this process sees them. (An init's first child is its
+// server; the others are programs.)
+func (p *Pool) PIDs() (servers, inits []int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var pids []int
 	for _, fs := range p.servers {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", fs.pgid, fs.pgid))
 		if err != nil {
 			continue
 		}
-		for _, f := range strings.Fields(string(b)) {
-			if pid, err := strconv.Atoi(f); err == nil {
-				pids = append(pids, pid)
+		inits = append(inits, fs.pgid)
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			if pid, err := strconv.Atoi(f[0]); err == nil {
+				servers = append(servers, pid)
 			}
 		}
 	}
-	return pids
+	return servers, inits
 }

@@ -62,7 +62,7 @@ def _server():
     import itertools
     import opcode
     import resource
-    import select
+    import signal
     import time
 
     libc = ctypes.CDLL(None, use_errno=True)
@@ -244,8 +244,6 @@ def _server():
         libc.prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0)
         os.chdir(run["dir"])
         close_all_but([rep])
-        for name in server_needs:
-            sys.modules.pop(name, None)
         # The start-up's objects stay frozen: the program's collections
         # and its exit then leave them (and their pages) alone. __main__
         # must be new, though: a frozen module dict outlives the module at
@@ -481,14 +479,10 @@ def _server():
         os.closerange(lo, 1 << 20)
 
     # A run's network namespace has only its loopback, up, and its program
-    # cannot change it (that takes CAP_NET_ADMIN). Once every process of
-    # the run has ended, a namespace whose loopback carried no packet holds
-    # nothing of the run, so it is handed to the next run instead of being
-    # made anew (which costs more than the rest of the namespaces
-    # together); one that did may hold the run's closing connections, and
-    # is dropped. No two runs ever hold one at once.
-    free_netns = []
-    own_netns = os.open("/proc/self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+    # cannot change it (that takes CAP_NET_ADMIN). The server's init keeps
+    # the namespaces of ended runs whose loopback carried no packet and
+    # hands each to a later run (making one costs more than the rest of
+    # the namespaces together); the server makes one where it has none.
     SIOCSIFFLAGS, IFF_UP, IFF_RUNNING = 0x8914, 0x1, 0x40
 
     def loopback_up():
@@ -499,21 +493,6 @@ def _server():
             check(libc.ioctl(s.fileno(), ctypes.c_ulong(SIOCSIFFLAGS), ifreq), "bring the loopback up")
         finally:
             s.close()
-
-    def loopback_used(netns):
-        check(libc.setns(netns, NEWNET), "enter a network namespace")
-        try:
-            fd = os.open("thread-self/net/dev", os.O_RDONLY | os.O_CLOEXEC, dir_fd=proc)
-            try:
-                dev = os.read(fd, 1 << 14)
-            finally:
-                os.close(fd)
-        finally:
-            check(libc.setns(own_netns, NEWNET), "leave a network namespace")
-        at = dev.find(b" lo:")
-        if at < 0:
-            return True
-        return dev[at + 4:].split(None, 2)[1] != b"0"  # packets received
 
     def new_netns():
         ready_r, ready_w = os.pipe()
@@ -541,7 +520,10 @@ def _server():
         finally:
             os.close(ready_r)
             os.close(hold_w)
-            os.waitpid(pid, 0)
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass  # reaped already: the server ignores SIGCHLD
 
     def program(fds):
         """The run's program, PID 2 of its namespaces: it takes the rest of
@@ -575,13 +557,15 @@ def _server():
             os._exit(111)
 
     # --- serving ----------------------------------------------------------
-    # Each request brings six fds: the script, the program's stdin, stdout
-    # and stderr, the report pipe and the kill pipe. For each the server
-    # forks the run's PID 1 (a reaper) and its program. When the program
-    # ends the server kills the reaper, which ends the namespace; once both
-    # are reaped it reports the program's status and closes the report
-    # pipe, whose end of file tells the caller that nothing of the run is
-    # left. The kill pipe's closing ends the run at once.
+    # The server's init (nsinit's serve) passes it each run: the script,
+    # the program's stdin, stdout and stderr, the report pipe, the run's
+    # network namespace (unless the message is b"n": the server makes
+    # one) and the cgroup files the program joins. The server spawns the
+    # run's PID 1 (a reaper) in a new PID namespace and forks the program
+    # with CLONE_PARENT, so that the init is its parent; it answers with
+    # the program's pid, the reaper's pidfd (and a namespace it made), and
+    # forgets the run. The init sees the run to its end. Its reapers the
+    # kernel reaps (the server ignores SIGCHLD).
     ctl = _socket.socket(fileno=3)
     os.set_inheritable(3, False)
 
@@ -636,19 +620,39 @@ def _server():
             os.sched_setaffinity(0, own_cpu)
         except OSError:
             own_cpu = allowed_cpus  # the CPU went away: the server goes unpinned
-    poll = select.poll()
-    poll.register(3, select.POLLIN)
-    watched = {}  # fd -> (run, what)
     fd_size = 4
+    CLONE_PARENT, SIGCHLD = 0x8000, 17
+    SYS_CLONE = {"x86_64": 56, "aarch64": 220}.get(os.uname().machine)
+    syscall = libc.syscall
+    syscall.restype = ctypes.c_long
+    CLONE_ARGS = tuple(ctypes.c_long(v) for v in (SYS_CLONE or 0, CLONE_PARENT | SIGCHLD, 0, 0, 0, 0))
+    before_fork, after_fork_parent, after_fork_child = (
+        ctypes.pythonapi.PyOS_BeforeFork, ctypes.pythonapi.PyOS_AfterFork_Parent, ctypes.pythonapi.PyOS_AfterFork_Child)
+    for f in (before_fork, after_fork_parent, after_fork_child):
+        f.restype = None
 
-    def unwatch(fd):
-        del watched[fd]
-        poll.unregister(fd)
-        os.close(fd)
+    if SYS_CLONE is None:
+        raise OSError(38, "no clone system call known for " + os.uname().machine)
 
-    def start(fds):
-        script_fd, stdin, stdout, stderr, rep, kill = fds[:6]
-        join = fds[6:]  # cgroup.procs files of the run's group
+    def fork_for_init():
+        """os.fork, but the child's parent is the server's (the init)."""
+        before_fork()
+        pid = syscall(*CLONE_ARGS)
+        if pid == 0:
+            after_fork_child()
+            return 0
+        after_fork_parent()
+        if pid < 0:
+            e = ctypes.get_errno()
+            raise OSError(e, "clone: " + os.strerror(e))
+        return pid
+
+    def start(new, fds):
+        script_fd, stdin, stdout, stderr, rep = fds[:5]
+        if new:
+            join = fds[5:]  # cgroup.procs files of the run's group
+        else:
+            netns, join = fds[5], fds[6:]
         c0 = thread_time()
         # Something the server did imported a module (the C code of a
         # call may): it goes, as those of the start did.
@@ -659,15 +663,17 @@ def _server():
             # have lost its init, where a fork fails), then a new one for
             # this run's.
             check(libc.setns(own_pidns, NEWPID), "setns")
-            netns = free_netns.pop() if free_netns else new_netns()
+            if new:
+                netns = new_netns()
             check(libc.unshare(NEWPID), "unshare")
             # PID 1 of the namespace only waits: what the program leaves
             # behind stays there until the namespace ends with it.
             c1 = thread_time()
             reaper_pid = os.posix_spawn(REAPER[0], REAPER, {}, setpgroup=0)
+            reaper = os.pidfd_open(reaper_pid)
             c2 = thread_time()
             t0 = time.monotonic_ns()
-            pid = os.fork()
+            pid = fork_for_init()
             c3 = thread_time()
         except OSError as e:
             # The run goes the plain way (its report ends empty); a server
@@ -675,6 +681,9 @@ def _server():
             os.write(2, ("fork server: %s\n" % e).encode())
             os._exit(1)
         if pid == 0:
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            # The program's process group is its PID 1's, as in a plain start.
+            os.setpgid(0, 1)
             if own_cpu != allowed_cpus:
                 try:
                     os.sched_setaffinity(0, allowed_cpus)
@@ -682,57 +691,18 @@ def _server():
                     pass  # some went away since the server started: it keeps the server's
             ctl.detach()
             return program([script_fd, stdin, stdout, stderr, rep, netns] + join)
-        os.setpgid(pid, reaper_pid)
-        for fd in [script_fd, stdin, stdout, stderr] + join:
+        # What the run costs (ReportCost, written by the init): the
+        # server's CPU time on its start, of that the fork and the
+        # reaper's spawn.
+        answer = reaper.to_bytes(fd_size, byteorder)
+        if new:
+            answer += netns.to_bytes(fd_size, byteorder)
+        ctl.sendmsg([b"%d %d %d %d %d" % (pid, t0, thread_time() - c0, c3 - c2, c2 - c1)], [(SOL_SOCKET, SCM_RIGHTS, answer)])
+        os.close(reaper)
+        for fd in [script_fd, stdin, stdout, stderr, rep, netns] + join:
             os.close(fd)
-        run = {"reaper": reaper_pid, "pid": pid, "t0": t0, "rep": rep, "kill": kill, "left": 2, "status": None, "netns": netns}
-        for fd, what in ((os.pidfd_open(reaper_pid), "reaper"), (os.pidfd_open(pid), "pid"), (kill, "kill")):
-            watched[fd] = (run, what)
-            poll.register(fd, select.POLLIN)
-        # What the run costs (ReportCost): the server's CPU time on its
-        # start, of that the fork and the reaper's spawn, on its end; the
-        # program's CPU time and the reaper's.
-        run["cost"] = [thread_time() - c0, c3 - c2, c2 - c1, 0, 0, 0]
 
-    def event(fd):
-        c0 = thread_time()
-        run, what = watched[fd]
-        unwatch(fd)
-        cost = run["cost"]
-        if what == "kill":
-            run["kill"] = None
-            os.kill(run["reaper"], SIGKILL)  # not reaped yet: still ours
-            cost[3] += thread_time() - c0
-            return
-        _, status, usage = os.wait4(run[what], 0)
-        cpu = int((usage.ru_utime + usage.ru_stime) * 1e9)
-        if what == "pid":
-            run["status"], run["elapsed"] = status, time.monotonic_ns() - run["t0"]
-            run["faults"] = usage.ru_minflt
-            cost[4] = cpu
-            os.kill(run["reaper"], SIGKILL)
-        else:
-            cost[5] = cpu
-        run["left"] -= 1
-        if run["left"] > 0:
-            cost[3] += thread_time() - c0
-            return
-        # Nothing of the run is left: its network namespace is kept for the
-        # next run or dropped, and then the report ends.
-        try:
-            used = loopback_used(run["netns"])
-        except OSError:
-            used = True
-        if used:
-            os.close(run["netns"])
-        else:
-            free_netns.append(run["netns"])
-        if run["kill"] is not None:
-            unwatch(run["kill"])
-        if run["status"] is not None:
-            cost[3] += thread_time() - c0
-            write_all(run["rep"], record("F", run["faults"]) + record("T", *cost) + record("R", run["status"], run["elapsed"]))
-        os.close(run["rep"])
+    byteorder, SOL_SOCKET, SCM_RIGHTS = sys.byteorder, _socket.SOL_SOCKET, _socket.SCM_RIGHTS
 
     # The fast exit's hooks, set once: every program inherits them. (The
     # streams weakly: they must die at exit as in a plain start, which
@@ -743,14 +713,11 @@ def _server():
         sys.addaudithook(audit)
     # What the server imported, the importers it made and its user site
     # are not a plain start's: they go from the server once, here, rather
-    # than from each program (whose page copies that would cost). But
-    # os.wait4 imports resource at each call: that one stays in the
-    # server, and each program drops it.
+    # than from each program (whose page copies that would cost).
     own_module = sys.modules[__name__]
-    server_needs = [name for name in ("resource",) if name not in run_modules]
 
     def drop_extras():
-        for name in [name for name in sys.modules if name not in run_modules and name not in server_needs]:
+        for name in [name for name in sys.modules if name not in run_modules]:
             del sys.modules[name]
         for key in [key for key in sys.path_importer_cache if key not in plain_importers]:
             del sys.path_importer_cache[key]
@@ -768,27 +735,25 @@ def _server():
     # space allowance would count it and the program could use it too.
     libc.malloc_trim(0)
     gc.freeze()
+    # Its reapers, and the helpers that make network namespaces, are
+    # reaped by the kernel.
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     while True:
-        for fd, _ in poll.poll():
-            if fd != 3:
-                if fd in watched:
-                    event(fd)
-                continue
-            # The fds come close-on-exec: the reapers get none.
-            msg, anc, _, _ = ctl.recvmsg(16, _socket.CMSG_SPACE(12 * fd_size), MSG_CMSG_CLOEXEC)
-            if not msg:
-                os._exit(0)
-            fds = []
-            for level, kind, data in anc:
-                if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
-                    fds += [int.from_bytes(data[i:i + fd_size], sys.byteorder)
-                            for i in range(0, len(data) - len(data) % fd_size, fd_size)]
-            if not 6 <= len(fds) <= 12:
-                for fd in fds:
-                    os.close(fd)
-                continue
-            if start(fds):
-                return True
+        # The fds come close-on-exec: the reapers get none.
+        msg, anc, _, _ = ctl.recvmsg(16, _socket.CMSG_SPACE(12 * fd_size), MSG_CMSG_CLOEXEC)
+        if not msg:
+            os._exit(0)
+        fds = []
+        for level, kind, data in anc:
+            if level == SOL_SOCKET and kind == SCM_RIGHTS:
+                fds += memoryview(data[:len(data) - len(data) % fd_size]).cast("i").tolist()
+        if msg not in (b"r", b"n") or not 5 <= len(fds) <= 12:
+            for fd in fds:
+                os.close(fd)
+            os.write(2, b"fork server: a malformed request\n")
+            os._exit(1)  # the init answers requests in order: it cannot skip one
+        if start(msg == b"n", fds):
+            return True
 
 
 def _guarded():

@@ -55,6 +55,7 @@ func run() int {
 		uid, gid         = -1, -1
 		maxFetch         int
 		files            = []uintptr{0, 1, 2}
+		ctl, proc        = -1, -1
 	)
 	for _, op := range ops {
 		a := op.Args
@@ -92,6 +93,11 @@ func run() int {
 			if err = mkdirAll(root+a[0], 0o555, -1, -1); err == nil {
 				err = syscall.Mount("proc", root+a[0], "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, "")
 			}
+			if err == nil && proc < 0 {
+				// A serving init reads its runs' network namespaces
+				// through it after the server has unmounted it.
+				proc, err = syscall.Open(root+a[0], oPath|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+			}
 		case OpPivot:
 			err = pivot(root)
 			root = ""
@@ -116,6 +122,11 @@ func run() int {
 					break
 				}
 				syscall.Close(fd)
+			}
+		case OpServe:
+			var ok bool
+			if ctl, ok = Atoi(a[0]); !ok || ctl < 3 {
+				err = syscall.EINVAL
 			}
 		case OpKeepFds:
 			for _, f := range a {
@@ -148,6 +159,15 @@ func run() int {
 	if uid >= 0 {
 		syscall.Setresuid(uid, -1, -1)
 	}
+	var srv *server
+	if ctl >= 0 {
+		// The server's fd 3 is its end of a socket to this process, which
+		// passes it the runs that ctl brings and sees them to their end.
+		if srv, err = newServer(ctl, proc); err != nil {
+			return fail(ReportError, "the fork server's socket", err)
+		}
+		attr.Files = append(attr.Files, uintptr(srv.theirs))
+	}
 	var started Script
 	started.Op(ReportStarted)
 	writeAll(ReportFd, started.Bytes())
@@ -170,7 +190,10 @@ func run() int {
 	// neither traced nor read through /proc.
 	defaultSignals()
 	var ws syscall.WaitStatus
-	for {
+	if srv != nil {
+		ws = srv.serve(pid)
+	}
+	for srv == nil {
 		wpid, err := syscall.Wait4(-1, &ws, 0, nil)
 		if err == syscall.EINTR {
 			continue

@@ -37,6 +37,7 @@ const (
 	OpKeepFds  = 'k' // fds of the init handed to the program as its fds 3, 4, ...
 	OpRunSpace = 's' // path, size in MiB: a tmpfs inside the view
 	OpJoin     = 'j' // fds of cgroup.procs files: the init joins each group (its program then starts inside)
+	OpServe    = 'v' // fd of the fork server's control socket: the init manages the server's runs (see serve)
 )
 
 // Bind flags.
@@ -59,8 +60,9 @@ const (
 	// and minor page faults from the fork to the end of its set-up.
 	ReportSetup = 'C'
 	// ReportCost (fork server, before ReportExit): the server's CPU time
-	// (ns) on the run's start, of that the fork and the reaper's spawn, on
-	// its end; the program's CPU time in all and the reaper's.
+	// (ns) on the run's start, of that the fork and the reaper's spawn;
+	// the program's CPU time in all. (The server does nothing at a run's
+	// end: its init does, see serve.)
 	ReportCost = 'T'
 )
 

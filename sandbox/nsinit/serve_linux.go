@@ -1,0 +1,398 @@
+//go:build linux
+
+package nsinit
+
+import (
+	"syscall"
+	"unsafe"
+)
+
+// A serving init (OpServe) is the parent of a Python fork server and of
+// every program the server forks: the server forks each with
+// CLONE_PARENT, so that this process, not the server, waits for it. The
+// server's thread then does one thing per run, the fork, and everything
+// that follows a run (its reaping, its PID 1's end, its network
+// namespace, its report) is done here, in a process that never forks
+// and so never copies a page for it.
+//
+// Requests come on ctl as the caller sends them: a byte and the fds of a
+// run (its script, stdin, stdout, stderr, report pipe, kill pipe, then
+// the cgroup files it joins). The init keeps the report and kill pipes,
+// adds a network namespace from its pool, and passes the rest to the
+// server on its socket. The server answers each request in turn with a
+// line of numbers and the pidfd of the run's PID 1 (and the network
+// namespace, where it had to make one). When the program has been
+// reaped and its PID 1 has ended (the kill pipe's closing ends it at
+// once), the init writes the run's ReportFaults, ReportCost and
+// ReportExit and closes its report pipe.
+
+// The server's answer to a request is five decimal numbers separated by
+// spaces: the program's pid (in the server's PID namespace, which is this
+// init's), its start on CLOCK_MONOTONIC (ns), and the server's CPU time
+// (ns) on the start, of that the fork and the PID 1's spawn.
+
+// Numbers the syscall package lacks; the same on every architecture.
+const (
+	oPath              = 0x200000 // O_PATH
+	pollIn             = 0x1      // POLLIN
+	sysPidfdSendSignal = 424
+)
+
+type server struct {
+	ctl, mine, theirs int
+	proc, ownNet      int
+}
+
+type forkRun struct {
+	rep, kill, netns, reaper int
+	pid                      int
+	t0                       int64
+	cost                     [3]string
+	exited, gone             bool
+	ws                       syscall.WaitStatus
+	ru                       syscall.Rusage
+	at                       int64
+}
+
+func newServer(ctl, proc int) (*server, error) {
+	if proc < 0 {
+		return nil, syscall.ENOENT // it needs the view's /proc
+	}
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	own, err := syscall.Open("/proc/thread-self/ns/net", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		own, err = syscall.Openat(proc, "thread-self/ns/net", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &server{ctl: ctl, mine: fds[0], theirs: fds[1], proc: proc, ownNet: own}, nil
+}
+
+// serve manages the runs of the server pid until it ends, and returns
+// its wait status. It is one loop on this process's main thread, which
+// started the server (the parent its programs share): every wait is
+// epoll's, made as a raw system call, so that the Go runtime neither
+// hands the thread's processor on nor wakes to check on it.
+func (s *server) serve(pid int) syscall.WaitStatus {
+	syscall.Close(s.theirs)
+	// A report pipe its reader has closed, a server that has died: an
+	// error to write to, not a signal that ends this process.
+	ignoreSignal(syscall.SIGPIPE)
+	ep, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err != nil {
+		return s.wait(pid)
+	}
+	const (
+		onCtl = iota
+		onServer
+		onReply
+		onProgram
+		onReaper
+		onKill
+	)
+	type watched struct {
+		kind int
+		run  *forkRun
+	}
+	who := map[int]watched{}
+	watch := func(fd, kind int, r *forkRun) {
+		who[fd] = watched{kind, r}
+		ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(fd)}
+		syscall.EpollCtl(ep, syscall.EPOLL_CTL_ADD, fd, &ev)
+	}
+	unwatch := func(fd int) {
+		delete(who, fd)
+		syscall.EpollCtl(ep, syscall.EPOLL_CTL_DEL, fd, nil)
+	}
+	serverFd, err := pidfdOpen(pid)
+	if err != nil {
+		return s.wait(pid)
+	}
+	watch(s.ctl, onCtl, nil)
+	watch(serverFd, onServer, nil)
+	watch(s.mine, onReply, nil)
+
+	var pool []int // network namespaces whose runs have ended unused
+	var fifo []*forkRun
+	buf := make([]byte, 256)
+	oob := make([]byte, syscall.CmsgSpace(12*4))
+	finish := func(r *forkRun) {
+		if loopbackUsed(r.netns, s.ownNet, s.proc) {
+			syscall.Close(r.netns)
+		} else {
+			pool = append(pool, r.netns)
+		}
+		cpu := r.ru.Utime.Nano() + r.ru.Stime.Nano()
+		var rep Script
+		rep.Op(ReportFaults, Itoa(int(r.ru.Minflt)))
+		rep.Op(ReportCost, r.cost[0], r.cost[1], r.cost[2], Itoa(int(cpu)))
+		rep.Op(ReportExit, Itoa(int(r.ws)), Itoa(int(r.at-r.t0)))
+		writeAll(r.rep, rep.Bytes())
+		syscall.Close(r.rep)
+		if r.kill >= 0 {
+			unwatch(r.kill)
+			syscall.Close(r.kill)
+		}
+	}
+	events := make([]syscall.EpollEvent, 32)
+	for {
+		n, _, e := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, uintptr(ep), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), ^uintptr(0), 0, 0)
+		if e == syscall.EINTR {
+			continue
+		}
+		if e != 0 {
+			return s.wait(pid)
+		}
+		for _, ev := range events[:n] {
+			fd := int(ev.Fd)
+			w, ok := who[fd]
+			if !ok {
+				continue
+			}
+			r := w.run
+			switch w.kind {
+			case onCtl:
+				// A request: the server gets its script, stdio, report and
+				// cgroup files, and a network namespace from the pool
+				// (or none: it makes one); the kill pipe stays here.
+				nb, oobn, _, _, err := syscall.Recvmsg(s.ctl, buf[:16], oob, syscall.MSG_CMSG_CLOEXEC|syscall.MSG_DONTWAIT)
+				if err == syscall.EAGAIN || err == syscall.EINTR {
+					continue
+				}
+				if err != nil || (nb == 0 && oobn == 0) {
+					// The caller is done: so is the server, once its
+					// socket closes.
+					unwatch(s.ctl)
+					syscall.Shutdown(s.mine, syscall.SHUT_WR)
+					continue
+				}
+				fds := rights(oob[:oobn])
+				if len(fds) < 6 || len(fds) > 12 {
+					closeAll(fds)
+					continue
+				}
+				r := &forkRun{rep: fds[4], kill: fds[5], netns: -1}
+				send := append([]int{}, fds[:5]...)
+				kind := []byte{'n'}
+				if k := len(pool); k > 0 {
+					r.netns, pool = pool[k-1], pool[:k-1]
+					send = append(send, r.netns)
+					kind[0] = 'r'
+				}
+				send = append(send, fds[6:]...)
+				err = syscall.Sendmsg(s.mine, kind, syscall.UnixRights(send...), nil, syscall.MSG_NOSIGNAL)
+				for i, fd := range fds {
+					if i != 4 && i != 5 {
+						syscall.Close(fd)
+					}
+				}
+				if err != nil {
+					syscall.Close(r.rep)
+					syscall.Close(r.kill)
+					continue // the server has ended, which the loop sees next
+				}
+				fifo = append(fifo, r)
+			case onReply:
+				// The server's answer to the oldest request: the program's
+				// pid, and the reaper's pidfd (and a namespace it made).
+				nb, oobn, _, _, err := syscall.Recvmsg(s.mine, buf, oob[:syscall.CmsgSpace(2*4)], syscall.MSG_CMSG_CLOEXEC|syscall.MSG_DONTWAIT)
+				if err == syscall.EAGAIN || err == syscall.EINTR {
+					continue
+				}
+				if err != nil || (nb == 0 && oobn == 0) {
+					unwatch(s.mine)
+					continue
+				}
+				fds := rights(oob[:oobn])
+				a := fields(string(buf[:nb]), 6)
+				if len(a) != 5 || len(fds) < 1 || len(fifo) == 0 {
+					closeAll(fds)
+					continue
+				}
+				r := fifo[0]
+				fifo = fifo[1:]
+				r.pid, _ = Atoi(a[0])
+				t0, _ := Atoi(a[1])
+				r.t0 = int64(t0)
+				copy(r.cost[:], a[2:5])
+				r.reaper = fds[0]
+				if len(fds) > 1 {
+					r.netns = fds[1]
+				}
+				if prog, err := pidfdOpen(r.pid); err == nil {
+					watch(prog, onProgram, r)
+				} else {
+					// Nothing of it can be waited for: the run ends now,
+					// as killed.
+					pidfdKill(r.reaper)
+					r.exited, r.ws, r.at = true, syscall.WaitStatus(syscall.SIGKILL), monotonic()
+				}
+				watch(r.reaper, onReaper, r)
+				watch(r.kill, onKill, r)
+			case onProgram:
+				unwatch(fd)
+				syscall.Close(fd)
+				var ws syscall.WaitStatus
+				if _, err := syscall.Wait4(r.pid, &ws, syscall.WNOHANG, &r.ru); err != nil {
+					ws = syscall.WaitStatus(syscall.SIGKILL)
+				}
+				r.exited, r.ws, r.at = true, ws, monotonic()
+				// The program has ended: so does its namespace.
+				pidfdKill(r.reaper)
+				if r.gone {
+					finish(r)
+				}
+			case onReaper:
+				unwatch(fd)
+				syscall.Close(fd)
+				r.gone = true
+				if r.exited {
+					finish(r)
+				}
+			case onKill:
+				unwatch(fd)
+				syscall.Close(fd)
+				r.kill = -1
+				pidfdKill(r.reaper)
+			case onServer:
+				// The server has ended: runs it never answered end with
+				// empty reports; the rest end with this process.
+				for _, r := range fifo {
+					syscall.Close(r.rep)
+				}
+				return s.wait(pid)
+			}
+		}
+	}
+}
+
+// wait waits for the server pid, reaping whatever else ends first.
+func (s *server) wait(pid int) syscall.WaitStatus {
+	var ws syscall.WaitStatus
+	for {
+		wpid, err := syscall.Wait4(-1, &ws, 0, nil)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil || wpid == pid {
+			return ws
+		}
+	}
+}
+
+func closeAll(fds []int) {
+	for _, fd := range fds {
+		syscall.Close(fd)
+	}
+}
+
+func pidfdOpen(pid int) (int, error) {
+	const sysPidfdOpen = 434 // the same on every architecture
+	fd, _, e := syscall.RawSyscall(sysPidfdOpen, uintptr(pid), 0, 0)
+	if e != 0 {
+		return -1, e
+	}
+	return int(fd), nil
+}
+
+// loopbackUsed says whether the network namespace's loopback has carried a
+// packet (or cannot be read): one that has may hold a run's closing
+// connections, and is not handed to another run.
+func loopbackUsed(netns, own, proc int) bool {
+	// On this thread, which is back in its own namespace before it does
+	// anything else (or, where it cannot be, finds every one used).
+	if netns < 0 || stuckNet || setns(netns, syscall.CLONE_NEWNET) != nil {
+		return true
+	}
+	var dev []byte
+	if fd, err := syscall.Openat(proc, "thread-self/net/dev", syscall.O_RDONLY|syscall.O_CLOEXEC, 0); err == nil {
+		dev, _ = readAllMax(fd, 1<<16)
+		syscall.Close(fd)
+	}
+	if setns(own, syscall.CLONE_NEWNET) != nil {
+		stuckNet = true
+		return true
+	}
+	return loopbackPackets(dev) != 0
+}
+
+// stuckNet is set when the thread could not go back to its own network
+// namespace.
+var stuckNet bool
+
+// loopbackPackets is the count of packets "lo" received in a
+// /proc/net/dev; -1 where it is not there.
+func loopbackPackets(dev []byte) int {
+	s := string(dev)
+	for i := 0; i+4 <= len(s); i++ {
+		if s[i:i+4] != " lo:" {
+			continue
+		}
+		f := fields(s[i+4:], 2)
+		if len(f) < 2 {
+			return -1
+		}
+		n, ok := Atoi(f[1])
+		if !ok {
+			return -1
+		}
+		return n
+	}
+	return -1
+}
+
+// fields is the first n space-separated fields of s.
+func fields(s string, n int) []string {
+	var out []string
+	for len(out) < n {
+		i := 0
+		for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n') {
+			i++
+		}
+		j := i
+		for j < len(s) && s[j] != ' ' && s[j] != '\t' && s[j] != '\n' {
+			j++
+		}
+		if i == j {
+			break
+		}
+		out = append(out, s[i:j])
+		s = s[j:]
+	}
+	return out
+}
+
+func rights(oob []byte) []int {
+	msgs, err := syscall.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil
+	}
+	var fds []int
+	for _, m := range msgs {
+		if f, err := syscall.ParseUnixRights(&m); err == nil {
+			fds = append(fds, f...)
+		}
+	}
+	return fds
+}
+
+func setns(fd, kind int) error {
+	if _, _, e := syscall.RawSyscall(sysSetnsNr, uintptr(fd), uintptr(kind), 0); e != 0 {
+		return e
+	}
+	return nil
+}
+
+// pidfdKill sends SIGKILL through a pidfd (pidfd_send_signal).
+func pidfdKill(fd int) {
+	syscall.RawSyscall6(sysPidfdSendSignal, uintptr(fd), uintptr(syscall.SIGKILL), 0, 0, 0, 0)
+}
+
+func ignoreSignal(sig syscall.Signal) {
+	act := [4]uint64{1} // SIG_IGN
+	syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&act[0])), 0, 8, 0, 0)
+}

@@ -1,0 +1,5 @@
+//go:build linux
+
+package nsinit
+
+const sysSetnsNr = 308
