@@ -41,12 +41,25 @@ def _server():
     # import, and run those lines in a fraction of the time. What the
     # imports mapped is what a plain start maps running them.
     prelude_vsize = 0
+    # Whether anything registers fork hooks that run in the parent (the
+    # server's forks skip the interpreter's own steps around them where
+    # nothing does; see fork_for_init).
+    parent_hooks = []
+    register_at_fork = os.register_at_fork
+
+    def noting_register_at_fork(**hooks):
+        if hooks.get("before") is not None or hooks.get("after_in_parent") is not None:
+            parent_hooks.append(True)
+        return register_at_fork(**hooks)
+
+    os.register_at_fork = noting_register_at_fork
     prelude_path = os.path.join(user_site, "verl_score_prelude.py")
     if sys.version_info >= (3, 11) and os.path.exists(prelude_path):  # needs the audit hook below
         before = statm_vsize()
         with open(prelude_path, "rb") as f:
             exec(compile(f.read(), prelude_path, "exec"), {"__name__": "__verl_prelude__"})
         prelude_vsize = statm_vsize() - before
+    os.register_at_fork = register_at_fork
     prelude_order = [name for name in sys.modules if name not in plain_modules]
     run_modules = set(sys.modules)  # what a run's program may find imported
     plain_importers = set(sys.path_importer_cache)
@@ -623,7 +636,21 @@ def _server():
     fd_size = 4
     CLONE_PARENT, SIGCHLD = 0x8000, 17
     SYS_CLONE = {"x86_64": 56, "aarch64": 220}.get(os.uname().machine)
-    syscall = libc.syscall
+    # The calls of a run's start go through a handle that keeps no copy of
+    # errno (ctypes' copy costs page copies after each fork); a failure
+    # reads errno itself.
+    fast = ctypes.CDLL(None)
+    errno_location = fast.__errno_location
+    errno_location.restype = ctypes.c_void_p
+    errno = ctypes.c_int.from_address(errno_location())
+
+    def fast_check(rc, what):
+        if rc != 0:
+            e = errno.value
+            raise OSError(e, what + ": " + os.strerror(e))
+
+    fast_setns, fast_unshare = fast.setns, fast.unshare
+    syscall = fast.syscall
     syscall.restype = ctypes.c_long
     CLONE_ARGS = tuple(ctypes.c_long(v) for v in (SYS_CLONE or 0, CLONE_PARENT | SIGCHLD, 0, 0, 0, 0))
     before_fork, after_fork_parent, after_fork_child = (
@@ -635,16 +662,24 @@ def _server():
         raise OSError(38, "no clone system call known for " + os.uname().machine)
 
     def fork_for_init():
-        """os.fork, but the child's parent is the server's (the init)."""
-        before_fork()
+        """os.fork, but the child's parent is the server's (the init). The
+        interpreter's steps before a fork and after it in the parent (its
+        import lock, which no other thread here can hold, and the parent's
+        fork hooks) are skipped where no hook was registered: after the
+        fork, each step's pages would be copied."""
+        if parent_hooks:
+            before_fork()
         pid = syscall(*CLONE_ARGS)
         if pid == 0:
             after_fork_child()
             return 0
-        after_fork_parent()
         if pid < 0:
-            e = ctypes.get_errno()
+            e = errno.value
+            if parent_hooks:
+                after_fork_parent()
             raise OSError(e, "clone: " + os.strerror(e))
+        if parent_hooks:
+            after_fork_parent()
         return pid
 
     def start(new, fds):
@@ -662,10 +697,10 @@ def _server():
             # Our own PID namespace again for children (the last run's may
             # have lost its init, where a fork fails), then a new one for
             # this run's.
-            check(libc.setns(own_pidns, NEWPID), "setns")
+            fast_check(fast_setns(own_pidns, NEWPID), "setns")
             if new:
                 netns = new_netns()
-            check(libc.unshare(NEWPID), "unshare")
+            fast_check(fast_unshare(NEWPID), "unshare")
             # PID 1 of the namespace only waits: what the program leaves
             # behind stays there until the namespace ends with it.
             c1 = thread_time()
