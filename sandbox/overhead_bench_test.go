@@ -30,23 +30,24 @@ import (
 //     the same solutions against a client that answers at once;
 //   - sandbox-go: the rest of this process (the jail: pipes, cgroup,
 //     users, the report; the fork server's socket);
-//   - server: the fork server's own work on a run's start (of which fork
-//     and spawn: the program's fork and its PID 1's spawn), and its
-//     residue (server-idle: waking, reading requests, answering); with
+//   - server: the fork server's own work on a run's start (of which fork:
+//     the program's fork), and its residue (server-idle: waking, reading
+//     requests, answering); with
 //     server-faults, the page faults it takes per case (each fork makes
 //     every page it then writes fault once more). A server does this one
 //     run at a time: serial is its sum, the CPU per case that a server's
 //     thread puts in line;
-//   - init: the server's init, which passes it the runs and sees each to
-//     its end (reaping, the run's PID 1, the network namespace, the
-//     report), in Go, on threads of its own;
+//   - init: the server's init, which prepares each run (its network
+//     namespace, its PID namespace and that one's PID 1: spawn), passes it
+//     to the server and sees it to its end (reaping, the PID 1's end, the
+//     network namespace, the report);
 //   - setup: the program's CPU from its fork to its first line (its
 //     namespaces, mounts, files, limits, user, and the pages it copies
 //     from the server on the way: setup-faults);
+//   - reaper: the run's PID 1;
 //   - elsewhere: the whole machine's busy CPU time less all of the above
-//     and the programs (the runs' PID 1s, which the kernel reaps; the
-//     kernel's deferred work, as namespaces are torn down; anything else
-//     the machine runs, so keep it quiet).
+//     and the programs (the kernel's deferred work, as namespaces are torn
+//     down; anything else the machine runs, so keep it quiet).
 //
 // overhead is the sum outside the program (everything but the program's
 // own CPU from its first line), and attributed the same without
@@ -122,6 +123,7 @@ func BenchmarkCaseOverhead(b *testing.B) {
 		{"server-idle", serverAll - ns(c.ServerStart)},
 		{"init", init1 - init0},
 		{"setup", ns(c.Setup)},
+		{"reaper", ns(c.Reaper)},
 	}
 	var attributed time.Duration
 	for _, p := range parts {

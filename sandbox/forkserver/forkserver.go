@@ -27,9 +27,12 @@ import (
 // `python3 /sandbox/solution.py` in a contained step's view, with the run's
 // environment, as root of that view. Its user site's usercustomize runs
 // forkserver.py, which stops the start-up at its very end, unmounts the
-// server's own space and forks for each run. Each run gets a PID 1 of its
-// own (a 129-byte program that pauses) in a new PID namespace, and the
-// program: a fork that takes new mount, IPC, UTS and network namespaces,
+// server's own space and forks for each run. The server's init (nsinit's
+// serve) gives each run a PID 1 of its own (a 129-byte program that
+// pauses) in a new PID namespace and a network namespace, and is the
+// parent of its program (the server forks it with CLONE_PARENT), which it
+// reaps and reports on: the server's one thread only forks. The program
+// is a fork that takes new mount, IPC and UTS namespaces and the network one,
 // mounts the run's space from the same script an init would get, takes
 // the run's limits, user, directory and pipes, drops what the server
 // imported, and lets the interpreter finish its start-up, which opens the

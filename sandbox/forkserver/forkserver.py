@@ -75,7 +75,6 @@ def _server():
     import itertools
     import opcode
     import resource
-    import signal
     import time
 
     libc = ctypes.CDLL(None, use_errno=True)
@@ -491,53 +490,6 @@ def _server():
             lo = max(lo, fd + 1)
         os.closerange(lo, 1 << 20)
 
-    # A run's network namespace has only its loopback, up, and its program
-    # cannot change it (that takes CAP_NET_ADMIN). The server's init keeps
-    # the namespaces of ended runs whose loopback carried no packet and
-    # hands each to a later run (making one costs more than the rest of
-    # the namespaces together); the server makes one where it has none.
-    SIOCSIFFLAGS, IFF_UP, IFF_RUNNING = 0x8914, 0x1, 0x40
-
-    def loopback_up():
-        s = _socket.socket(_socket.AF_INET, _socket.SOCK_DGRAM)
-        try:
-            ifreq = ctypes.create_string_buffer(b"lo", 40)
-            ctypes.c_short.from_buffer(ifreq, 16).value = IFF_UP | IFF_RUNNING
-            check(libc.ioctl(s.fileno(), ctypes.c_ulong(SIOCSIFFLAGS), ifreq), "bring the loopback up")
-        finally:
-            s.close()
-
-    def new_netns():
-        ready_r, ready_w = os.pipe()
-        hold_r, hold_w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                os.close(ready_r)
-                os.close(hold_w)
-                check(libc.unshare(NEWNET), "unshare")
-                try:
-                    loopback_up()
-                except OSError:
-                    pass  # the loopback stays down, as without namespaces of our own
-                os.write(ready_w, b"y")
-                os.read(hold_r, 1)  # until the server holds the namespace
-            finally:
-                os._exit(0)
-        os.close(ready_w)
-        os.close(hold_r)
-        try:
-            if os.read(ready_r, 1) != b"y":
-                raise OSError(1, "could not make a network namespace")
-            return os.open("%d/ns/net" % pid, os.O_RDONLY | os.O_CLOEXEC, dir_fd=proc)
-        finally:
-            os.close(ready_r)
-            os.close(hold_w)
-            try:
-                os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass  # reaped already: the server ignores SIGCHLD
-
     def program(fds):
         """The run's program, PID 2 of its namespaces: it takes the rest of
         them and its own space in the view, and becomes what a plain start
@@ -549,6 +501,8 @@ def _server():
             for fd in fds[6:]:
                 write_all(fd, b"0")
                 os.close(fd)
+            # The program's process group is its PID 1's, as in a plain start.
+            os.setpgid(0, 1)
             ops = records(read_all(script_fd))
             os.close(script_fd)
             check(libc.setns(netns, NEWNET), "enter the network namespace")
@@ -572,56 +526,17 @@ def _server():
     # --- serving ----------------------------------------------------------
     # The server's init (nsinit's serve) passes it each run: the script,
     # the program's stdin, stdout and stderr, the report pipe, the run's
-    # network namespace (unless the message is b"n": the server makes
-    # one) and the cgroup files the program joins. The server spawns the
-    # run's PID 1 (a reaper) in a new PID namespace and forks the program
-    # with CLONE_PARENT, so that the init is its parent; it answers with
-    # the program's pid, the reaper's pidfd (and a namespace it made), and
-    # forgets the run. The init sees the run to its end. Its reapers the
-    # kernel reaps (the server ignores SIGCHLD).
+    # network namespace, a new PID namespace whose PID 1 (a reaper) the
+    # init has started, and the cgroup files the program joins. The server
+    # forks the program into that namespace with CLONE_PARENT, so that the
+    # init is its parent, answers with its pid and forgets the run: the
+    # init sees it to its end.
     ctl = _socket.socket(fileno=3)
     os.set_inheritable(3, False)
-
-    def tiny_reaper():
-        """A run's PID 1 needs only to wait. /bin/sleep does, but its start
-        (the dynamic loader, libc, about 57 page faults) costs five times
-        what this program's does: 129 bytes of x86-64 that call pause()
-        for ever, written to the server's own directory, which no run sees.
-        None where it cannot run here."""
-        if os.uname().machine != "x86_64":
-            return None
-        import struct
-        code = bytes([0xB8, 34, 0, 0, 0, 0x0F, 0x05, 0xEB, 0xF7])  # mov eax, SYS_pause; syscall; jmp back
-        base, headers = 0x400000, 64 + 56
-        size = headers + len(code)
-        elf = struct.pack("<4sBBBBB7sHHIQQQIHHHHHH", b"\x7fELF", 2, 1, 1, 0, 0, bytes(7),
-                          2, 0x3E, 1, base + headers, 64, 0, 0, 64, 56, 1, 0, 0, 0)
-        elf += struct.pack("<IIQQQQQQ", 1, 5, 0, base, base, size, size, 0x1000) + code
-        path = b"./.verl-score-reaper"  # in the server's own directory, which outlives its unmount
-        try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC, 0o500)
-            try:
-                write_all(fd, elf)
-            finally:
-                os.close(fd)
-            # It must start and stay.
-            pid = os.posix_spawn(path, [path], {})
-            time.sleep(0.01)
-            alive = os.waitpid(pid, os.WNOHANG) == (0, 0)
-            if alive:
-                os.kill(pid, SIGKILL)
-                os.waitpid(pid, 0)
-            return [path] if alive else None
-        except OSError:
-            return None
-
     thread_time = time.thread_time_ns
-    REAPER = tiny_reaper() or [b"/bin/sleep", b"infinity"]
-    own_pidns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
     # The server's own space goes now, once: a run then only mounts its
     # own (unmounting costs a wait for the kernel's RCU grace period, each
-    # time). The server keeps its /proc as a directory fd.
-    proc = os.open("/proc", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    # time).
     with open(os.path.join(user_site, "verl_score_space"), "rb") as f:
         detach_space(records(f.read()))
     # The server runs on one CPU (its slot's among those allowed): its
@@ -682,43 +597,26 @@ def _server():
             after_fork_parent()
         return pid
 
-    def start(new, fds):
-        script_fd, stdin, stdout, stderr, rep = fds[:5]
-        if new:
-            join = fds[5:]  # cgroup.procs files of the run's group
-        else:
-            netns, join = fds[5], fds[6:]
+    def start(fds):
+        script_fd, stdin, stdout, stderr, rep, netns, pidns = fds[:7]
+        join = fds[7:]  # cgroup.procs files of the run's group
         c0 = thread_time()
         # Something the server did imported a module (the C code of a
         # call may): it goes, as those of the start did.
         if len(sys.modules) != clean[0] or len(sys.path_importer_cache) != clean[1] or len(sys.path) != clean[2]:
             drop_extras()
         try:
-            # Our own PID namespace again for children (the last run's may
-            # have lost its init, where a fork fails), then a new one for
-            # this run's.
-            fast_check(fast_setns(own_pidns, NEWPID), "setns")
-            if new:
-                netns = new_netns()
-            fast_check(fast_unshare(NEWPID), "unshare")
-            # PID 1 of the namespace only waits: what the program leaves
-            # behind stays there until the namespace ends with it.
-            c1 = thread_time()
-            reaper_pid = os.posix_spawn(REAPER[0], REAPER, {}, setpgroup=0)
-            reaper = os.pidfd_open(reaper_pid)
-            c2 = thread_time()
+            fast_check(fast_setns(pidns, NEWPID), "setns")
             t0 = time.monotonic_ns()
+            c1 = thread_time()
             pid = fork_for_init()
-            c3 = thread_time()
+            c2 = thread_time()
         except OSError as e:
             # The run goes the plain way (its report ends empty); a server
             # that cannot start runs ends, and the caller counts it.
             os.write(2, ("fork server: %s\n" % e).encode())
             os._exit(1)
         if pid == 0:
-            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            # The program's process group is its PID 1's, as in a plain start.
-            os.setpgid(0, 1)
             if own_cpu != allowed_cpus:
                 try:
                     os.sched_setaffinity(0, allowed_cpus)
@@ -727,17 +625,12 @@ def _server():
             ctl.detach()
             return program([script_fd, stdin, stdout, stderr, rep, netns] + join)
         # What the run costs (ReportCost, written by the init): the
-        # server's CPU time on its start, of that the fork and the
-        # reaper's spawn.
-        answer = reaper.to_bytes(fd_size, byteorder)
-        if new:
-            answer += netns.to_bytes(fd_size, byteorder)
-        ctl.sendmsg([b"%d %d %d %d %d" % (pid, t0, thread_time() - c0, c3 - c2, c2 - c1)], [(SOL_SOCKET, SCM_RIGHTS, answer)])
-        os.close(reaper)
-        for fd in [script_fd, stdin, stdout, stderr, rep, netns] + join:
-            os.close(fd)
+        # server's CPU time on its start, and of that the fork.
+        os.write(3, b"%d %d %d %d" % (pid, t0, c2 - c0, c2 - c1))
+        # The run's fds are all the server has from first_run_fd up.
+        os.closerange(first_run_fd, max(fds) + 1)
 
-    byteorder, SOL_SOCKET, SCM_RIGHTS = sys.byteorder, _socket.SOL_SOCKET, _socket.SCM_RIGHTS
+    SOL_SOCKET, SCM_RIGHTS = _socket.SOL_SOCKET, _socket.SCM_RIGHTS
 
     # The fast exit's hooks, set once: every program inherits them. (The
     # streams weakly: they must die at exit as in a plain start, which
@@ -770,24 +663,23 @@ def _server():
     # space allowance would count it and the program could use it too.
     libc.malloc_trim(0)
     gc.freeze()
-    # Its reapers, and the helpers that make network namespaces, are
-    # reaped by the kernel.
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    first_run_fd = os.dup(0)
+    os.close(first_run_fd)
     while True:
         # The fds come close-on-exec: the reapers get none.
-        msg, anc, _, _ = ctl.recvmsg(16, _socket.CMSG_SPACE(12 * fd_size), MSG_CMSG_CLOEXEC)
+        msg, anc, _, _ = ctl.recvmsg(16, _socket.CMSG_SPACE(13 * fd_size), MSG_CMSG_CLOEXEC)
         if not msg:
             os._exit(0)
         fds = []
         for level, kind, data in anc:
             if level == SOL_SOCKET and kind == SCM_RIGHTS:
                 fds += memoryview(data[:len(data) - len(data) % fd_size]).cast("i").tolist()
-        if msg not in (b"r", b"n") or not 5 <= len(fds) <= 12:
+        if msg != b"r" or not 7 <= len(fds) <= 13:
             for fd in fds:
                 os.close(fd)
             os.write(2, b"fork server: a malformed request\n")
             os._exit(1)  # the init answers requests in order: it cannot skip one
-        if start(msg == b"n", fds):
+        if start(fds):
             return True
 
 

@@ -152,10 +152,10 @@ func (r *InitReport) result(state *os.ProcessState) (*initResult, error) {
 				cost.Faults = atoi64(r.Args[0])
 			case r.Op == nsinit.ReportSetup && len(r.Args) == 2:
 				cost.Setup, cost.SetupFaults = atoi64(r.Args[0]), atoi64(r.Args[1])
-			case r.Op == nsinit.ReportCost && len(r.Args) == 4:
+			case r.Op == nsinit.ReportCost && len(r.Args) == 5:
 				cost.Runs = 1
 				cost.ServerStart, cost.Fork, cost.Spawn = atoi64(r.Args[0]), atoi64(r.Args[1]), atoi64(r.Args[2])
-				cost.Program = atoi64(r.Args[3])
+				cost.Program, cost.Reaper = atoi64(r.Args[3]), atoi64(r.Args[4])
 			}
 		}
 		if cost.Runs == 1 {
@@ -216,11 +216,12 @@ type StartCost struct {
 	Runs        int64 // runs that reported their cost
 	ServerStart int64 // the server's CPU on starting them
 	Fork        int64 // of that, the forks of the programs
-	Spawn       int64 // of that, the spawns of their PID 1s
+	Spawn       int64 // the server's init's CPU on starting their PID 1s
 	Setup       int64 // the programs' CPU from the fork to the end of their set-up
 	SetupFaults int64 // their minor page faults in that time
 	Program     int64 // the programs' CPU in all (set-up included)
 	Faults      int64 // their minor page faults in all
+	Reaper      int64 // the CPU of the runs' PID 1s
 }
 
 // StartCosts adds up StartCost as runs end.
@@ -243,7 +244,7 @@ func (c StartCost) plus(o StartCost, sign int64) StartCost {
 	return StartCost{Runs: c.Runs + sign*o.Runs, ServerStart: c.ServerStart + sign*o.ServerStart,
 		Fork: c.Fork + sign*o.Fork, Spawn: c.Spawn + sign*o.Spawn,
 		Setup: c.Setup + sign*o.Setup, SetupFaults: c.SetupFaults + sign*o.SetupFaults,
-		Program: c.Program + sign*o.Program, Faults: c.Faults + sign*o.Faults}
+		Program: c.Program + sign*o.Program, Faults: c.Faults + sign*o.Faults, Reaper: c.Reaper + sign*o.Reaper}
 }
 
 // Sum is the costs so far.

@@ -60,9 +60,10 @@ const (
 	// and minor page faults from the fork to the end of its set-up.
 	ReportSetup = 'C'
 	// ReportCost (fork server, before ReportExit): the server's CPU time
-	// (ns) on the run's start, of that the fork and the reaper's spawn;
-	// the program's CPU time in all. (The server does nothing at a run's
-	// end: its init does, see serve.)
+	// (ns) on the run's start and of that the fork; its init's on the
+	// spawn of the run's PID 1; the program's CPU time in all and the
+	// PID 1's. (The server does nothing else for a run: its init does,
+	// see serve.)
 	ReportCost = 'T'
 )
 

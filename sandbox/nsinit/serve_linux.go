@@ -10,48 +10,47 @@ import (
 // A serving init (OpServe) is the parent of a Python fork server and of
 // every program the server forks: the server forks each with
 // CLONE_PARENT, so that this process, not the server, waits for it. The
-// server's thread then does one thing per run, the fork, and everything
-// that follows a run (its reaping, its PID 1's end, its network
-// namespace, its report) is done here, in a process that never forks
-// and so never copies a page for it.
+// server's thread then does one thing per run, the fork; what comes
+// before (the run's network namespace, its PID namespace and that one's
+// PID 1) and after (reaping, the PID 1's end, the network namespace's
+// return to the pool, the report) is done here, in a process that never
+// forks a copy of itself and so copies no page for it.
 //
 // Requests come on ctl as the caller sends them: a byte and the fds of a
 // run (its script, stdin, stdout, stderr, report pipe, kill pipe, then
 // the cgroup files it joins). The init keeps the report and kill pipes,
-// adds a network namespace from its pool, and passes the rest to the
-// server on its socket. The server answers each request in turn with a
-// line of numbers and the pidfd of the run's PID 1 (and the network
-// namespace, where it had to make one). When the program has been
-// reaped and its PID 1 has ended (the kill pipe's closing ends it at
-// once), the init writes the run's ReportFaults, ReportCost and
-// ReportExit and closes its report pipe.
-
-// The server's answer to a request is five decimal numbers separated by
-// spaces: the program's pid (in the server's PID namespace, which is this
-// init's), its start on CLOCK_MONOTONIC (ns), and the server's CPU time
-// (ns) on the start, of that the fork and the PID 1's spawn.
+// and passes the server the rest with a network namespace (from its
+// pool, or new) and a new PID namespace whose PID 1 it has started. The
+// server forks the program into it and answers each request in turn
+// with four decimal numbers: the program's pid (in the server's PID
+// namespace, which is this init's), its start on CLOCK_MONOTONIC (ns),
+// and the server's CPU time (ns) on the start and of that on the fork.
+// When the program has been reaped and its PID 1 has ended (the kill
+// pipe's closing ends it at once), the init writes the run's
+// ReportFaults, ReportCost and ReportExit and closes its report pipe.
 
 // Numbers the syscall package lacks; the same on every architecture.
 const (
 	oPath              = 0x200000 // O_PATH
-	pollIn             = 0x1      // POLLIN
 	sysPidfdSendSignal = 424
 )
 
 type server struct {
 	ctl, mine, theirs int
 	proc, ownNet      int
+	reapers           *reaperExec
 }
 
 type forkRun struct {
-	rep, kill, netns, reaper int
-	pid                      int
-	t0                       int64
-	cost                     [3]string
-	exited, gone             bool
-	ws                       syscall.WaitStatus
-	ru                       syscall.Rusage
-	at                       int64
+	rep, kill, netns  int
+	reaper, reaperPid int // the run's PID 1: a pidfd, its pid
+	pid               int
+	t0, spawn         int64
+	cost              [2]string // the server's: its start, of that the fork
+	exited, gone      bool
+	ws                syscall.WaitStatus
+	ru, reaperRu      syscall.Rusage
+	at                int64
 }
 
 func newServer(ctl, proc int) (*server, error) {
@@ -69,7 +68,7 @@ func newServer(ctl, proc int) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &server{ctl: ctl, mine: fds[0], theirs: fds[1], proc: proc, ownNet: own}, nil
+	return &server{ctl: ctl, mine: fds[0], theirs: fds[1], proc: proc, ownNet: own, reapers: newReaperExec(proc)}, nil
 }
 
 // serve manages the runs of the server pid until it ends, and returns
@@ -129,7 +128,8 @@ func (s *server) serve(pid int) syscall.WaitStatus {
 		cpu := r.ru.Utime.Nano() + r.ru.Stime.Nano()
 		var rep Script
 		rep.Op(ReportFaults, Itoa(int(r.ru.Minflt)))
-		rep.Op(ReportCost, r.cost[0], r.cost[1], r.cost[2], Itoa(int(cpu)))
+		reaper := r.reaperRu.Utime.Nano() + r.reaperRu.Stime.Nano()
+		rep.Op(ReportCost, r.cost[0], r.cost[1], Itoa(int(r.spawn)), Itoa(int(cpu)), Itoa(int(reaper)))
 		rep.Op(ReportExit, Itoa(int(r.ws)), Itoa(int(r.at-r.t0)))
 		writeAll(r.rep, rep.Bytes())
 		syscall.Close(r.rep)
@@ -157,8 +157,9 @@ func (s *server) serve(pid int) syscall.WaitStatus {
 			switch w.kind {
 			case onCtl:
 				// A request: the server gets its script, stdio, report and
-				// cgroup files, and a network namespace from the pool
-				// (or none: it makes one); the kill pipe stays here.
+				// cgroup files, a network namespace (from the pool, or
+				// new) and a new PID namespace whose PID 1 has started;
+				// the kill pipe stays here.
 				nb, oobn, _, _, err := syscall.Recvmsg(s.ctl, buf[:16], oob, syscall.MSG_CMSG_CLOEXEC|syscall.MSG_DONTWAIT)
 				if err == syscall.EAGAIN || err == syscall.EINTR {
 					continue
@@ -175,42 +176,37 @@ func (s *server) serve(pid int) syscall.WaitStatus {
 					closeAll(fds)
 					continue
 				}
-				r := &forkRun{rep: fds[4], kill: fds[5], netns: -1}
-				send := append([]int{}, fds[:5]...)
-				kind := []byte{'n'}
-				if k := len(pool); k > 0 {
-					r.netns, pool = pool[k-1], pool[:k-1]
-					send = append(send, r.netns)
-					kind[0] = 'r'
+				r := &forkRun{rep: fds[4], kill: fds[5], netns: -1, reaper: -1}
+				pidns, err := s.prepare(r, &pool)
+				if err == nil {
+					send := append(append([]int{}, fds[:5]...), r.netns, pidns)
+					err = syscall.Sendmsg(s.mine, []byte{'r'}, syscall.UnixRights(append(send, fds[6:]...)...), nil, syscall.MSG_NOSIGNAL)
+					syscall.Close(pidns)
 				}
-				send = append(send, fds[6:]...)
-				err = syscall.Sendmsg(s.mine, kind, syscall.UnixRights(send...), nil, syscall.MSG_NOSIGNAL)
 				for i, fd := range fds {
 					if i != 4 && i != 5 {
 						syscall.Close(fd)
 					}
 				}
 				if err != nil {
-					syscall.Close(r.rep)
-					syscall.Close(r.kill)
-					continue // the server has ended, which the loop sees next
+					// The run's report ends empty: it goes the plain way.
+					r.drop()
+					continue
 				}
 				fifo = append(fifo, r)
 			case onReply:
 				// The server's answer to the oldest request: the program's
-				// pid, and the reaper's pidfd (and a namespace it made).
-				nb, oobn, _, _, err := syscall.Recvmsg(s.mine, buf, oob[:syscall.CmsgSpace(2*4)], syscall.MSG_CMSG_CLOEXEC|syscall.MSG_DONTWAIT)
+				// pid, its start, and what the start cost the server.
+				nb, err := syscall.Read(s.mine, buf)
 				if err == syscall.EAGAIN || err == syscall.EINTR {
 					continue
 				}
-				if err != nil || (nb == 0 && oobn == 0) {
+				if err != nil || nb == 0 {
 					unwatch(s.mine)
 					continue
 				}
-				fds := rights(oob[:oobn])
-				a := fields(string(buf[:nb]), 6)
-				if len(a) != 5 || len(fds) < 1 || len(fifo) == 0 {
-					closeAll(fds)
+				a := fields(string(buf[:nb]), 5)
+				if len(a) != 4 || len(fifo) == 0 {
 					continue
 				}
 				r := fifo[0]
@@ -218,11 +214,7 @@ func (s *server) serve(pid int) syscall.WaitStatus {
 				r.pid, _ = Atoi(a[0])
 				t0, _ := Atoi(a[1])
 				r.t0 = int64(t0)
-				copy(r.cost[:], a[2:5])
-				r.reaper = fds[0]
-				if len(fds) > 1 {
-					r.netns = fds[1]
-				}
+				copy(r.cost[:], a[2:4])
 				if prog, err := pidfdOpen(r.pid); err == nil {
 					watch(prog, onProgram, r)
 				} else {
@@ -249,6 +241,8 @@ func (s *server) serve(pid int) syscall.WaitStatus {
 			case onReaper:
 				unwatch(fd)
 				syscall.Close(fd)
+				var ws syscall.WaitStatus
+				syscall.Wait4(r.reaperPid, &ws, syscall.WNOHANG, &r.reaperRu)
 				r.gone = true
 				if r.exited {
 					finish(r)
@@ -262,12 +256,69 @@ func (s *server) serve(pid int) syscall.WaitStatus {
 				// The server has ended: runs it never answered end with
 				// empty reports; the rest end with this process.
 				for _, r := range fifo {
-					syscall.Close(r.rep)
+					r.drop()
 				}
 				return s.wait(pid)
 			}
 		}
 	}
+}
+
+// prepare gives a run its network namespace (from the pool, or new) and
+// its PID namespace, whose PID 1 it starts; it returns an fd of the PID
+// namespace.
+func (s *server) prepare(r *forkRun, pool *[]int) (int, error) {
+	if k := len(*pool); k > 0 {
+		r.netns, *pool = (*pool)[k-1], (*pool)[:k-1]
+	} else if r.netns = s.newNetns(); r.netns < 0 {
+		return -1, syscall.EAGAIN
+	}
+	c0 := threadTime()
+	pid, pidfd, err := s.reapers.spawn()
+	if err != nil {
+		return -1, err
+	}
+	r.reaper, r.reaperPid = pidfd, pid
+	pidns, err := syscall.Openat(s.proc, Itoa(pid)+"/ns/pid", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	r.spawn = threadTime() - c0
+	return pidns, err
+}
+
+// drop ends a run the server never started: its PID 1, its report (empty).
+func (r *forkRun) drop() {
+	if r.reaper >= 0 {
+		pidfdKill(r.reaper)
+		syscall.Close(r.reaper)
+	}
+	if r.netns >= 0 {
+		syscall.Close(r.netns)
+	}
+	syscall.Close(r.rep)
+	syscall.Close(r.kill)
+}
+
+// newNetns makes a network namespace with its loopback up, on this thread,
+// which then goes back to its own; -1 where it cannot.
+func (s *server) newNetns() int {
+	if stuckNet || syscall.Unshare(syscall.CLONE_NEWNET) != nil {
+		return -1
+	}
+	fd, err := syscall.Openat(s.proc, "thread-self/ns/net", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	loopbackUp() // where this fails it stays down, as without namespaces of our own
+	if setns(s.ownNet, syscall.CLONE_NEWNET) != nil {
+		stuckNet = true
+	}
+	if err != nil {
+		return -1
+	}
+	return fd
+}
+
+// threadTime is this thread's CPU time (ns).
+func threadTime() int64 {
+	var ts syscall.Timespec
+	syscall.RawSyscall(syscall.SYS_CLOCK_GETTIME, 3, uintptr(unsafe.Pointer(&ts)), 0) // CLOCK_THREAD_CPUTIME_ID
+	return ts.Nano()
 }
 
 // wait waits for the server pid, reaping whatever else ends first.

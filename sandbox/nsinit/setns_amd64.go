@@ -1,5 +1,0 @@
-//go:build linux
-
-package nsinit
-
-const sysSetnsNr = 308
