@@ -108,7 +108,7 @@ func init() {
 		Fences: []string{"r"},
 		Tools:  []Tool{{"Rscript", "r-base-core"}},
 		Slow:   true,
-		Runner: interpreted("Rscript", "solution.R"),
+		Runner: rRunner(),
 		Cases: func() []Case {
 			const rRead = "x <- scan(file(\"stdin\"), quiet = TRUE)\n"
 			return []Case{
@@ -139,4 +139,16 @@ func init() {
 			}
 		},
 	})
+}
+
+// rRunner runs Rscript with one BLAS thread. OpenBLAS starts a thread per
+// CPU as R starts, and a thread's stack is by default the stack limit,
+// which is the memory limit (upstream's rule): where the host lets the
+// stack limit be that high, the address space cannot hold a second stack
+// and R failed before its first line, and elsewhere it did not. With one
+// thread R starts on every host, whatever its stack limit or CPU count.
+func rRunner() *Runner {
+	r := interpreted("Rscript", "solution.R")
+	r.Env = func(Host) []string { return []string{"OPENBLAS_NUM_THREADS=1"} }
+	return r
 }
