@@ -227,6 +227,14 @@ type Run struct {
 	procs []*os.File
 	acct  string // where its CPU time is read
 	start time.Duration
+	// Where the CPU time is read at every run, kept open and read from
+	// its start (nil where it could not be opened: read by name). Not
+	// cgroup.procs: in v1 an open one keeps answering from the list of
+	// its first read for a while.
+	acctFile *os.File
+	// The bounds last written (a group comes back from its last run
+	// with them, and most runs have the same).
+	mem, pids string
 }
 
 // Get hands out a run's group, empty and limited as lim says; Put takes
@@ -289,6 +297,13 @@ func (m *Manager) make(name string) (*Run, error) {
 		}
 		r.procs = append(r.procs, f)
 	}
+	if r.acct != "" {
+		name := "cpuacct.usage"
+		if m.v2 {
+			name = "cpu.stat"
+		}
+		r.acctFile, _ = os.Open(filepath.Join(r.acct, name))
+	}
 	var err error
 	if d, ok := r.dir["cpu"]; ok {
 		if m.v2 {
@@ -316,7 +331,7 @@ func (r *Run) limit(lim Limits) error {
 	if lim.Pids > 0 {
 		pids = strconv.Itoa(lim.Pids)
 	}
-	if d, ok := r.dir["memory"]; ok {
+	if d, ok := r.dir["memory"]; ok && mem != r.mem {
 		var err error
 		if r.m.v2 {
 			err = writeFile(d, "memory.max", mem)
@@ -327,13 +342,17 @@ func (r *Run) limit(lim Limits) error {
 			err = writeFile(d, "memory.limit_in_bytes", mem)
 		}
 		if err != nil {
+			r.mem = ""
 			return fmt.Errorf("bound a run's memory: %w", err)
 		}
+		r.mem = mem
 	}
-	if d, ok := r.dir["pids"]; ok {
+	if d, ok := r.dir["pids"]; ok && pids != r.pids {
 		if err := writeFile(d, "pids.max", pids); err != nil {
+			r.pids = ""
 			return fmt.Errorf("bound a run's processes: %w", err)
 		}
+		r.pids = pids
 	}
 	return nil
 }
@@ -370,14 +389,14 @@ func (r *Run) CPU() time.Duration {
 	}
 	var total time.Duration
 	if r.m.v2 {
-		for _, line := range strings.Split(readString(filepath.Join(r.acct, "cpu.stat")), "\n") {
+		for _, line := range strings.Split(r.read(r.acctFile, r.acct, "cpu.stat"), "\n") {
 			if v, ok := strings.CutPrefix(line, "usage_usec "); ok {
 				us, _ := strconv.ParseInt(v, 10, 64)
 				total = time.Duration(us) * time.Microsecond
 			}
 		}
 	} else {
-		ns, _ := strconv.ParseInt(strings.TrimSpace(readString(filepath.Join(r.acct, "cpuacct.usage"))), 10, 64)
+		ns, _ := strconv.ParseInt(strings.TrimSpace(r.read(r.acctFile, r.acct, "cpuacct.usage")), 10, 64)
 		total = time.Duration(ns)
 	}
 	return total - r.start
@@ -442,6 +461,9 @@ func (m *Manager) Put(r *Run) {
 func (r *Run) remove() {
 	for _, f := range r.procs {
 		f.Close()
+	}
+	if r.acctFile != nil {
+		r.acctFile.Close()
 	}
 	for _, d := range r.dirs {
 		os.Remove(d)
@@ -605,6 +627,22 @@ func unescape(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
+}
+
+// read reads a file of the group whole: f from its start where it is
+// open, else dir/name.
+func (r *Run) read(f *os.File, dir, name string) string {
+	if f == nil {
+		return readString(filepath.Join(dir, name))
+	}
+	buf := make([]byte, 512)
+	for {
+		n, err := f.ReadAt(buf, 0)
+		if n < len(buf) || err != nil {
+			return string(buf[:n])
+		}
+		buf = make([]byte, 2*len(buf))
+	}
 }
 
 func readString(path string) string {

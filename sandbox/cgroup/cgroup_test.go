@@ -196,3 +196,42 @@ func TestReadMountsAndOwnGroups(t *testing.T) {
 		t.Error("a group outside the mount's subtree was found under it")
 	}
 }
+
+// TestReusedGroupTakesEachRunsBounds: a group handed out again keeps the
+// bounds it had unless the next run's differ, and then has the new ones.
+func TestReusedGroupTakesEachRunsBounds(t *testing.T) {
+	m := manager(t)
+	bounds := func(r *Run) (mem, pids string) {
+		if d, ok := r.dir["memory"]; ok {
+			name := "memory.max"
+			if !m.v2 {
+				name = "memory.limit_in_bytes"
+			}
+			mem = strings.TrimSpace(readString(filepath.Join(d, name)))
+		}
+		if d, ok := r.dir["pids"]; ok {
+			pids = strings.TrimSpace(readString(filepath.Join(d, "pids.max")))
+		}
+		return mem, pids
+	}
+	var first *Run
+	for i, lim := range []Limits{{MemoryBytes: 64 << 20, Pids: 32}, {MemoryBytes: 64 << 20, Pids: 32}, {MemoryBytes: 128 << 20, Pids: 48}, {MemoryBytes: 64 << 20, Pids: 32}} {
+		r, err := m.Get(lim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first == nil {
+			first = r
+		} else if r != first {
+			t.Fatalf("run %d got another group", i)
+		}
+		mem, pids := bounds(r)
+		if _, ok := r.dir["memory"]; ok && mem != strconv.FormatInt(lim.MemoryBytes, 10) {
+			t.Errorf("run %d: memory bound %s, want %d", i, mem, lim.MemoryBytes)
+		}
+		if _, ok := r.dir["pids"]; ok && pids != strconv.Itoa(lim.Pids) {
+			t.Errorf("run %d: process bound %s, want %d", i, pids, lim.Pids)
+		}
+		m.Put(r)
+	}
+}
