@@ -27,6 +27,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -46,9 +47,14 @@ type Manager struct {
 	mu     sync.Mutex
 	free   []*Run
 	all    map[*Run]bool
-	next   int
 	closed bool
 }
+
+// runNames numbers the runs' groups process-wide: every Manager of a
+// process has its group at the same place (verl-score-PID), so their
+// runs' groups must not share names (one Manager's Close would remove
+// another's groups).
+var runNames atomic.Int64
 
 // controllers the sandbox uses. cpuacct is v1's CPU time; v2's cpu has it.
 var controllers = []string{"cpu", "cpuacct", "memory", "pids"}
@@ -249,8 +255,7 @@ func (m *Manager) Get(lim Limits) (*Run, error) {
 		m.mu.Unlock()
 		return nil, errors.New("the sandbox's cgroup is closed")
 	}
-	m.next++
-	name := "run-" + strconv.Itoa(m.next)
+	name := "run-" + strconv.FormatInt(runNames.Add(1), 10)
 	m.mu.Unlock()
 	if r == nil {
 		var err error

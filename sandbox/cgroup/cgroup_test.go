@@ -235,3 +235,36 @@ func TestReusedGroupTakesEachRunsBounds(t *testing.T) {
 		m.Put(r)
 	}
 }
+
+// TestManagersOfOneProcessKeepTheirGroups: every Manager of a process has
+// its group at the same place; one's Close must leave another's pooled
+// groups alive, so that a run can still join the one it is handed.
+func TestManagersOfOneProcessKeepTheirGroups(t *testing.T) {
+	a := manager(t)
+	b, err := New(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ra, err := a.Get(Limits{Pids: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Put(ra)
+	rb, err := b.Get(Limits{Pids: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Put(rb)
+	b.Close() // its own groups go (the shared place stays: a's are in it)
+	again, err := a.Get(Limits{Pids: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again != ra {
+		t.Fatal("the pooled group was not handed out again")
+	}
+	if err := start(t, again, "exit 0").Wait(); err != nil {
+		t.Fatalf("a run could not join its group after another Manager closed: %v", err)
+	}
+	a.Put(again)
+}
