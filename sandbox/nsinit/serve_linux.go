@@ -83,7 +83,7 @@ func (s *server) serve(pid int) syscall.WaitStatus {
 	ignoreSignal(syscall.SIGPIPE)
 	ep, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
 	if err != nil {
-		return s.wait(pid)
+		return s.refuse(pid)
 	}
 	const (
 		onCtl = iota
@@ -109,7 +109,7 @@ func (s *server) serve(pid int) syscall.WaitStatus {
 	}
 	serverFd, err := pidfdOpen(pid)
 	if err != nil {
-		return s.wait(pid)
+		return s.refuse(pid) // a kernel before 5.3
 	}
 	watch(s.ctl, onCtl, nil)
 	watch(serverFd, onServer, nil)
@@ -145,7 +145,7 @@ func (s *server) serve(pid int) syscall.WaitStatus {
 			continue
 		}
 		if e != 0 {
-			return s.wait(pid)
+			return s.refuse(pid)
 		}
 		for _, ev := range events[:n] {
 			fd := int(ev.Fd)
@@ -319,6 +319,13 @@ func threadTime() int64 {
 	var ts syscall.Timespec
 	syscall.RawSyscall(syscall.SYS_CLOCK_GETTIME, 3, uintptr(unsafe.Pointer(&ts)), 0) // CLOCK_THREAD_CPUTIME_ID
 	return ts.Nano()
+}
+
+// refuse ends a server this init cannot serve: the caller sees it end,
+// and its runs (and those after it) start the plain way.
+func (s *server) refuse(pid int) syscall.WaitStatus {
+	syscall.Kill(pid, syscall.SIGKILL)
+	return s.wait(pid)
 }
 
 // wait waits for the server pid, reaping whatever else ends first.
