@@ -233,10 +233,12 @@ type Run struct {
 	procs []*os.File
 	acct  string // where its CPU time is read
 	start time.Duration
-	// Where the CPU time is read at every run, kept open and read from
-	// its start (nil where it could not be opened: read by name). Not
-	// cgroup.procs: in v1 an open one keeps answering from the list of
-	// its first read for a while.
+	// The file the CPU time is read from at every run (cpuacct.usage, or
+	// in v2 cpu.stat), kept open and read from its start (acctFile nil
+	// where it could not be opened: read by name). Not cgroup.procs: in
+	// v1 an open one keeps answering from the list of its first read for
+	// a while.
+	acctPath string
 	acctFile *os.File
 	// The bounds last written (a group comes back from its last run
 	// with them, and most runs have the same).
@@ -303,11 +305,11 @@ func (m *Manager) make(name string) (*Run, error) {
 		r.procs = append(r.procs, f)
 	}
 	if r.acct != "" {
-		name := "cpuacct.usage"
+		r.acctPath = filepath.Join(r.acct, "cpuacct.usage")
 		if m.v2 {
-			name = "cpu.stat"
+			r.acctPath = filepath.Join(r.acct, "cpu.stat")
 		}
-		r.acctFile, _ = os.Open(filepath.Join(r.acct, name))
+		r.acctFile, _ = os.Open(r.acctPath)
 	}
 	var err error
 	if d, ok := r.dir["cpu"]; ok {
@@ -394,14 +396,14 @@ func (r *Run) CPU() time.Duration {
 	}
 	var total time.Duration
 	if r.m.v2 {
-		for _, line := range strings.Split(r.read(r.acctFile, r.acct, "cpu.stat"), "\n") {
+		for _, line := range strings.Split(r.readAcct(), "\n") {
 			if v, ok := strings.CutPrefix(line, "usage_usec "); ok {
 				us, _ := strconv.ParseInt(v, 10, 64)
 				total = time.Duration(us) * time.Microsecond
 			}
 		}
 	} else {
-		ns, _ := strconv.ParseInt(strings.TrimSpace(r.read(r.acctFile, r.acct, "cpuacct.usage")), 10, 64)
+		ns, _ := strconv.ParseInt(strings.TrimSpace(r.readAcct()), 10, 64)
 		total = time.Duration(ns)
 	}
 	return total - r.start
@@ -634,11 +636,12 @@ func unescape(s string) string {
 	return b.String()
 }
 
-// read reads a file of the group whole: f from its start where it is
-// open, else dir/name.
-func (r *Run) read(f *os.File, dir, name string) string {
+// readAcct reads the group's CPU time file whole: the open one from its
+// start, else by name.
+func (r *Run) readAcct() string {
+	f := r.acctFile
 	if f == nil {
-		return readString(filepath.Join(dir, name))
+		return readString(r.acctPath)
 	}
 	buf := make([]byte, 512)
 	for {

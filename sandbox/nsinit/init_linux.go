@@ -56,7 +56,11 @@ func run() int {
 		maxFetch         int
 		files            = []uintptr{0, 1, 2}
 		ctl, proc        = -1, -1
+		serving          = false
 	)
+	for _, op := range ops {
+		serving = serving || op.Op == OpServe
+	}
 	for _, op := range ops {
 		a := op.Args
 		var err error
@@ -93,7 +97,7 @@ func run() int {
 			if err = mkdirAll(root+a[0], 0o555, -1, -1); err == nil {
 				err = syscall.Mount("proc", root+a[0], "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, "")
 			}
-			if err == nil && proc < 0 {
+			if err == nil && serving && proc < 0 {
 				// A serving init reads its runs' network namespaces
 				// through it after the server has unmounted it.
 				proc, err = syscall.Open(root+a[0], oPath|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)

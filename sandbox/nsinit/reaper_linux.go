@@ -65,7 +65,7 @@ type reaperExec struct {
 // memfd is self/fd/N: a path that a spawn (vfork and exec, cheap) can
 // take, though /proc is no longer mounted in the view.
 func newReaperExec(proc int) *reaperExec {
-	if sysMemfdCreate != 0 && tinyReaperArch {
+	if tinyReaperArch {
 		name := []byte("verl-score-reaper\x00")
 		const mfdCloexec = 1
 		fd, _, e := syscall.RawSyscall(sysMemfdCreate, uintptr(unsafe.Pointer(&name[0])), mfdCloexec, 0)

@@ -32,6 +32,7 @@ import (
 // Numbers the syscall package lacks; the same on every architecture.
 const (
 	oPath              = 0x200000 // O_PATH
+	sysPidfdOpen       = 434
 	sysPidfdSendSignal = 424
 )
 
@@ -57,14 +58,11 @@ func newServer(ctl, proc int) (*server, error) {
 	if proc < 0 {
 		return nil, syscall.ENOENT // it needs the view's /proc
 	}
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
+	own, err := syscall.Openat(proc, "thread-self/ns/net", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
-	own, err := syscall.Open("/proc/thread-self/ns/net", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		own, err = syscall.Openat(proc, "thread-self/ns/net", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	}
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -349,7 +347,6 @@ func closeAll(fds []int) {
 }
 
 func pidfdOpen(pid int) (int, error) {
-	const sysPidfdOpen = 434 // the same on every architecture
 	fd, _, e := syscall.RawSyscall(sysPidfdOpen, uintptr(pid), 0, 0)
 	if e != 0 {
 		return -1, e
