@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -427,5 +428,72 @@ func TestForkServerReportsCosts(t *testing.T) {
 	// 1s are its init's children.
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", servers[0], servers[0])); err != nil || len(strings.TrimSpace(string(b))) > 0 {
 		t.Errorf("the server has children after its runs: %q %v", b, err)
+	}
+}
+
+// TestForkServerMachineLoop: on x86-64 the server waits and forks in
+// machine code (forkserver/serveloop_x86_64.asm) that writes one page
+// between forks, where the loop in Python wrote some sixty, each of which
+// faulted after every fork. The server's page faults per run tell the two
+// apart.
+func TestForkServerMachineLoop(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skipf("SKIPPED: the machine-code loop is x86-64's; on %s the server loops in Python", runtime.GOARCH)
+	}
+	l := newLocal(t, Options{Concurrency: 1})
+	if using, why := l.forks.State(); !using {
+		t.Skipf("no fork server here: %s", why)
+	}
+	run := func(i int) {
+		resp, err := l.Run(context.Background(), &sandboxclient.Request{Language: "python", Code: fmt.Sprintf("print(%d)", i), RunTimeout: 10, MemoryLimitMB: 1024})
+		if err != nil || resp.RunResult == nil || resp.RunResult.Stdout != fmt.Sprintf("%d\n", i) {
+			t.Fatalf("run %d: got %s", i, respText(resp, err))
+		}
+	}
+	run(0)
+	run(1)
+	_, servers, _ := l.ForkCosts()
+	if len(servers) != 1 {
+		t.Fatalf("%d servers running, want 1", len(servers))
+	}
+	_, faults0 := procCPU(t, servers)
+	const n = 10
+	for i := range n {
+		run(2 + i)
+	}
+	_, faults1 := procCPU(t, servers)
+	if per := float64(faults1-faults0) / n; per > 4 {
+		t.Errorf("the server took %.1f page faults a run: it is not running the machine-code loop", per)
+	}
+}
+
+// TestForkServerParentHooks: a server whose prelude registered a fork
+// hook that runs in the parent loops in Python, which calls the hooks: each
+// forked program sees what the hook did before its fork.
+func TestForkServerParentHooks(t *testing.T) {
+	// (A program runs its prelude again: the count is kept.)
+	const prelude = "import os, sys\nsys.forks_seen = getattr(sys, 'forks_seen', [0])\nos.register_at_fork(before=lambda: sys.forks_seen.__setitem__(0, sys.forks_seen[0] + 1))\n"
+	forked := newLocal(t, Options{Concurrency: 1, PythonPrelude: prelude})
+	plain := newLocal(t, Options{Concurrency: 1, NoFastPaths: true})
+	if using, why := forked.forks.State(); !using {
+		t.Skipf("no fork server here: %s", why)
+	}
+	run := func(l *Local) string {
+		resp, err := l.Run(context.Background(), &sandboxclient.Request{Language: "python", Code: prelude + "print(sys.forks_seen[0])", RunTimeout: 10, MemoryLimitMB: 1024})
+		if err != nil || resp.RunResult == nil {
+			t.Fatalf("got %s", respText(resp, err))
+		}
+		return resp.RunResult.Stdout
+	}
+	if got := run(plain); got != "0\n" {
+		t.Errorf("a plain start saw %q forks, want 0", got)
+	}
+	for i := 1; i <= 3; i++ {
+		if got, want := run(forked), fmt.Sprintf("%d\n", i); got != want {
+			t.Errorf("forked run %d saw %q forks by the hook, want %q", i, got, want)
+		}
+	}
+	if st := forked.Stats(); st.PreludeRuns != 3 {
+		t.Errorf("%d of 3 runs went to the prelude's server", st.PreludeRuns)
 	}
 }

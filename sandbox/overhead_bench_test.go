@@ -216,7 +216,7 @@ const clockTick = 100
 
 // procCPU sums the user and system time of these processes (not their
 // children), and their minor page faults.
-func procCPU(b *testing.B, pids []int) (cpu time.Duration, faults int64) {
+func procCPU(b testing.TB, pids []int) (cpu time.Duration, faults int64) {
 	var ticks int64
 	for _, pid := range pids {
 		data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")

@@ -597,9 +597,57 @@ def _server():
             after_fork_parent()
         return pid
 
+    # The loop in machine code (serveloop_x86_64.asm; TestServeLoopBytes
+    # checks these bytes against it), for a server that calls no fork
+    # hook: between forks it writes one page, where the loop in Python
+    # below writes some sixty, each of which faults after every fork.
+    SERVE_LOOP = {"x86_64": bytes.fromhex(
+        "5341544889fb48c7432848000000c7433000000000b82f000000bf030000004889deba000000400f05"
+        "4883f8fc74d7ba010000004885c00f8eb70100004883f8010f85a6010000807b48720f859c010000f7"
+        "4330080000000f858f01000048837b28100f8284010000837b60010f857a010000837b64010f857001"
+        "0000488b43584883e81048c1e802488983000100004883f8070f82530100004883f80d0f8749010000"
+        "b8e4000000bf03000000488db3c00000000f05b8340100008bbb80000000be000000200f05ba030000"
+        "004885c00f851d010000b8e4000000bf01000000488db3d00000000f05b8e4000000bf03000000488d"
+        "b3e00000000f05b838000000bf1180000031f631d24531d24531c00f054885c00f84e1000000ba0400"
+        "00000f8ccd000000488983a0000000b8e4000000bf03000000488db3f00000000f05486983d0000000"
+        "00ca9a3b480383d8000000488983a8000000486983f000000000ca9a3b480383f80000004989c44869"
+        "83c000000000ca9a3b480383c80000004c89e14829c148898bb0000000486983e000000000ca9a3b48"
+        "0383e80000004929c44c89a3b8000000b801000000bf03000000488db3a0000000ba200000000f05ba"
+        "050000004883f82075274531e4b803000000428b7ca3680f0549ffc44c3ba30001000072e8e919feff"
+        "ffb802000000eb094889830801000089d0415c5bc3")}.get(os.uname().machine)
+    CTX_IOV, CTX_REQUEST, CTX_CONTROL, CTX_FDS, CTX_NFDS, CTX_ERR = 56, 72, 88, 104, 256, 264
+
+    def machine_loop():
+        """The machine-code loop and its context's address, or None where
+        it cannot run: another architecture, a fork hook to call, memory
+        that may not be made executable."""
+        if SERVE_LOOP is None or parent_hooks or ctypes.sizeof(ctypes.c_void_p) != 8:
+            return None
+        PROT_READ, PROT_WRITE, PROT_EXEC, MAP_PRIVATE, MAP_ANONYMOUS = 1, 2, 4, 2, 0x20
+        page = os.sysconf("SC_PAGE_SIZE")
+        mmap, mprotect = fast.mmap, fast.mprotect
+        mmap.restype = ctypes.c_void_p
+        mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long)
+        mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+        # The code's page, then the context's, which is the only page the
+        # loop writes.
+        mem = mmap(None, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+        if mem is None or mem == ctypes.c_void_p(-1).value:
+            return None
+        ctypes.memmove(mem, SERVE_LOOP, len(SERVE_LOOP))
+        if mprotect(mem, page, PROT_READ | PROT_EXEC) != 0:
+            return None  # W^X memory: the loop in Python
+        ctx = mem + page
+        u64 = ctypes.c_uint64
+        u64.from_address(ctx + 16).value = ctx + CTX_IOV  # msg_iov
+        u64.from_address(ctx + 24).value = 1  # msg_iovlen
+        u64.from_address(ctx + 32).value = ctx + CTX_CONTROL  # msg_control
+        u64.from_address(ctx + CTX_IOV).value = ctx + CTX_REQUEST
+        u64.from_address(ctx + CTX_IOV + 8).value = 16
+        return ctypes.CFUNCTYPE(ctypes.c_long, ctypes.c_void_p)(mem), ctx
+
     def start(fds):
-        script_fd, stdin, stdout, stderr, rep, netns, pidns = fds[:7]
-        join = fds[7:]  # cgroup.procs files of the run's group
+        pidns = fds[6]
         c0 = thread_time()
         # Something the server did imported a module (the C code of a
         # call may): it goes, as those of the start did.
@@ -617,18 +665,24 @@ def _server():
             os.write(2, ("fork server: %s\n" % e).encode())
             os._exit(1)
         if pid == 0:
-            if own_cpu != allowed_cpus:
-                try:
-                    os.sched_setaffinity(0, allowed_cpus)
-                except OSError:
-                    pass  # some went away since the server started: it keeps the server's
-            ctl.detach()
-            return program([script_fd, stdin, stdout, stderr, rep, netns] + join)
-        # What the run costs (ReportCost, written by the init): the
-        # server's CPU time on its start, and of that the fork.
-        os.write(3, b"%d %d %d %d" % (pid, t0, c2 - c0, c2 - c1))
+            return forked(fds)
+        # The answer: the program's pid, its start, and what the run cost
+        # the server (ReportCost, written by the init): its CPU time on the
+        # start, and of that the fork.
+        os.write(3, b"".join(v.to_bytes(8, "little", signed=True) for v in (pid, t0, c2 - c0, c2 - c1)))
         # The run's fds are all the server has from first_run_fd up.
         os.closerange(first_run_fd, max(fds) + 1)
+
+    def forked(fds):
+        """The program, just forked: it goes on as the run's program, with
+        the run's fds but its PID namespace's."""
+        if own_cpu != allowed_cpus:
+            try:
+                os.sched_setaffinity(0, allowed_cpus)
+            except OSError:
+                pass  # some went away since the server started: it keeps the server's
+        ctl.detach()
+        return program(fds[:6] + fds[7:])
 
     SOL_SOCKET, SCM_RIGHTS = _socket.SOL_SOCKET, _socket.SCM_RIGHTS
 
@@ -653,6 +707,7 @@ def _server():
             sys.path.remove(user_site)
         return len(sys.modules), len(sys.path_importer_cache), len(sys.path)
 
+    loop = machine_loop()
     clean = drop_extras()
     # What the server made stays alive, so that a program's exit does not
     # free it (copying its pages), and frozen, out of every collection's
@@ -665,6 +720,19 @@ def _server():
     gc.freeze()
     first_run_fd = os.dup(0)
     os.close(first_run_fd)
+    if loop is not None:
+        code = loop[0](loop[1])
+        if code == 0:
+            after_fork_child()
+            # (Not through an array type: ctypes would cache a new one.)
+            n = ctypes.c_uint64.from_address(loop[1] + CTX_NFDS).value
+            return forked([ctypes.c_int.from_address(loop[1] + CTX_FDS + 4 * i).value for i in range(n)])
+        err = -ctypes.c_int64.from_address(loop[1] + CTX_ERR).value
+        if code == 1 and err == 0:
+            os._exit(0)  # the init hung up
+        what = {1: "recvmsg", 2: "a malformed request", 3: "setns", 4: "clone", 5: "write"}.get(code, "code %d" % code)
+        os.write(2, ("fork server: %s%s\n" % (what, ": " + os.strerror(err) if code != 2 else "")).encode())
+        os._exit(1)
     while True:
         # The fds come close-on-exec: the reapers get none.
         msg, anc, _, _ = ctl.recvmsg(16, _socket.CMSG_SPACE(13 * fd_size), MSG_CMSG_CLOEXEC)

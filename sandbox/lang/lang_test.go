@@ -114,8 +114,9 @@ func TestCIInstallsWhatTheRegistryNames(t *testing.T) {
 	// Go builds verl-score and bash runs .ci/run: both are there.
 	present := map[string]bool{"golang-go": true, "bash": true}
 	// Installed for the tests, not for a language.
-	// (matplotlib: the plot case of serve's /run_jupyter.)
-	forTests := map[string]bool{"python3-venv": true, "util-linux": true, "chromium": true, "python3-matplotlib": true}
+	// (matplotlib: the plot case of serve's /run_jupyter; binutils: the
+	// fork server's machine-code loop, assembled to check its bytes.)
+	forTests := map[string]bool{"python3-venv": true, "util-linux": true, "chromium": true, "python3-matplotlib": true, "binutils": true}
 	named := map[string]bool{}
 	for _, l := range All() {
 		if l.Runner == nil {

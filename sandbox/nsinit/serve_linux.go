@@ -22,7 +22,7 @@ import (
 // and passes the server the rest with a network namespace (from its
 // pool, or new) and a new PID namespace whose PID 1 it has started. The
 // server forks the program into it and answers each request in turn
-// with four decimal numbers: the program's pid (in the server's PID
+// with four little-endian int64s: the program's pid (in the server's PID
 // namespace, which is this init's), its start on CLOCK_MONOTONIC (ns),
 // and the server's CPU time (ns) on the start and of that on the fork.
 // When the program has been reaped and its PID 1 has ended (the kill
@@ -203,16 +203,13 @@ func (s *server) serve(pid int) syscall.WaitStatus {
 					unwatch(s.mine)
 					continue
 				}
-				a := fields(string(buf[:nb]), 5)
-				if len(a) != 4 || len(fifo) == 0 {
+				if nb != 32 || len(fifo) == 0 {
 					continue
 				}
 				r := fifo[0]
 				fifo = fifo[1:]
-				r.pid, _ = Atoi(a[0])
-				t0, _ := Atoi(a[1])
-				r.t0 = int64(t0)
-				copy(r.cost[:], a[2:4])
+				r.pid, r.t0 = int(le64(buf[0:])), le64(buf[8:])
+				r.cost = [2]string{Itoa(int(le64(buf[16:]))), Itoa(int(le64(buf[24:])))}
 				if prog, err := pidfdOpen(r.pid); err == nil {
 					watch(prog, onProgram, r)
 				} else {
@@ -398,6 +395,15 @@ func loopbackPackets(dev []byte) int {
 		return n
 	}
 	return -1
+}
+
+// le64 is the little-endian int64 that b begins with.
+func le64(b []byte) int64 {
+	var v uint64
+	for i := 7; i >= 0; i-- {
+		v = v<<8 | uint64(b[i])
+	}
+	return int64(v)
 }
 
 // fields is the first n space-separated fields of s.
