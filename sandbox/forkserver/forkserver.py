@@ -532,6 +532,10 @@ def _server():
     # init is its parent, answers with its pid and forgets the run: the
     # init sees it to its end.
     ctl = _socket.socket(fileno=3)
+    # Looked up here: the socket type's first attribute lookup readies
+    # the type, which would cost each program of the machine-code loop
+    # (whose server never looks one up) some thirty page copies.
+    ctl_detach = ctl.detach
     os.set_inheritable(3, False)
     thread_time = time.thread_time_ns
     # The server's own space goes now, once: a run then only mounts its
@@ -638,13 +642,17 @@ def _server():
         if mprotect(mem, page, PROT_READ | PROT_EXEC) != 0:
             return None  # W^X memory: the loop in Python
         ctx = mem + page
-        u64 = ctypes.c_uint64
-        u64.from_address(ctx + 16).value = ctx + CTX_IOV  # msg_iov
-        u64.from_address(ctx + 24).value = 1  # msg_iovlen
-        u64.from_address(ctx + 32).value = ctx + CTX_CONTROL  # msg_control
-        u64.from_address(ctx + CTX_IOV).value = ctx + CTX_REQUEST
-        u64.from_address(ctx + CTX_IOV + 8).value = 16
-        return ctypes.CFUNCTYPE(ctypes.c_long, ctypes.c_void_p)(mem), ctx
+        # The context is read and written through a memoryview: a ctypes
+        # object made on an address is an audit event, whose hook call
+        # would cost a program some thirty page copies.
+        view_of = ctypes.pythonapi.PyMemoryView_FromMemory
+        view_of.restype = ctypes.py_object
+        view_of.argtypes = (ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int)
+        view = view_of(ctx, page, 0x200)  # PyBUF_WRITE
+        for at, v in ((16, ctx + CTX_IOV), (24, 1), (32, ctx + CTX_CONTROL),  # msg_iov, msg_iovlen, msg_control
+                      (CTX_IOV, ctx + CTX_REQUEST), (CTX_IOV + 8, 16)):
+            view[at:at + 8] = v.to_bytes(8, "little")
+        return ctypes.CFUNCTYPE(ctypes.c_long, ctypes.c_void_p)(mem), ctx, view
 
     def start(fds):
         pidns = fds[6]
@@ -681,7 +689,7 @@ def _server():
                 os.sched_setaffinity(0, allowed_cpus)
             except OSError:
                 pass  # some went away since the server started: it keeps the server's
-        ctl.detach()
+        ctl_detach()
         return program(fds[:6] + fds[7:])
 
     SOL_SOCKET, SCM_RIGHTS = _socket.SOL_SOCKET, _socket.SCM_RIGHTS
@@ -721,13 +729,13 @@ def _server():
     first_run_fd = os.dup(0)
     os.close(first_run_fd)
     if loop is not None:
-        code = loop[0](loop[1])
+        run_loop, ctx, view = loop
+        code = run_loop(ctx)
         if code == 0:
             after_fork_child()
-            # (Not through an array type: ctypes would cache a new one.)
-            n = ctypes.c_uint64.from_address(loop[1] + CTX_NFDS).value
-            return forked([ctypes.c_int.from_address(loop[1] + CTX_FDS + 4 * i).value for i in range(n)])
-        err = -ctypes.c_int64.from_address(loop[1] + CTX_ERR).value
+            n = int.from_bytes(view[CTX_NFDS:CTX_NFDS + 8], "little")
+            return forked(view[CTX_FDS:CTX_FDS + 4 * n].cast("i").tolist())
+        err = -int.from_bytes(view[CTX_ERR:CTX_ERR + 8], "little", signed=True)
         if code == 1 and err == 0:
             os._exit(0)  # the init hung up
         what = {1: "recvmsg", 2: "a malformed request", 3: "setns", 4: "clone", 5: "write"}.get(code, "code %d" % code)
