@@ -40,10 +40,12 @@ type server struct {
 	ctl, mine, theirs int
 	proc, ownNet      int
 	reapers           *reaperExec
+	devBuf            []byte // loopbackUsed's, kept from run to run
 }
 
 type forkRun struct {
-	rep, kill, netns  int
+	rep, kill         int
+	net               netns
 	reaper, reaperPid int // the run's PID 1: a pidfd, its pid
 	pid               int
 	t0, spawn         int64
@@ -66,7 +68,7 @@ func newServer(ctl, proc int) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &server{ctl: ctl, mine: fds[0], theirs: fds[1], proc: proc, ownNet: own, reapers: newReaperExec(proc)}, nil
+	return &server{ctl: ctl, mine: fds[0], theirs: fds[1], proc: proc, ownNet: own, reapers: newReaperExec(proc), devBuf: make([]byte, 0, 16<<10)}, nil
 }
 
 // serve manages the runs of the server pid until it ends, and returns
@@ -113,15 +115,15 @@ func (s *server) serve(pid int) syscall.WaitStatus {
 	watch(serverFd, onServer, nil)
 	watch(s.mine, onReply, nil)
 
-	var pool []int // network namespaces whose runs have ended unused
+	var pool []netns // network namespaces whose runs have ended unused
 	var fifo []*forkRun
 	buf := make([]byte, 256)
 	oob := make([]byte, syscall.CmsgSpace(12*4))
 	finish := func(r *forkRun) {
-		if loopbackUsed(r.netns, s.ownNet, s.proc) {
-			syscall.Close(r.netns)
+		if s.loopbackUsed(r.net) {
+			r.net.close()
 		} else {
-			pool = append(pool, r.netns)
+			pool = append(pool, r.net)
 		}
 		cpu := r.ru.Utime.Nano() + r.ru.Stime.Nano()
 		var rep Script
@@ -174,10 +176,10 @@ func (s *server) serve(pid int) syscall.WaitStatus {
 					closeAll(fds)
 					continue
 				}
-				r := &forkRun{rep: fds[4], kill: fds[5], netns: -1, reaper: -1}
+				r := &forkRun{rep: fds[4], kill: fds[5], net: netns{-1, -1}, reaper: -1}
 				pidns, err := s.prepare(r, &pool)
 				if err == nil {
-					send := append(append([]int{}, fds[:5]...), r.netns, pidns)
+					send := append(append([]int{}, fds[:5]...), r.net.ns, pidns)
 					err = syscall.Sendmsg(s.mine, []byte{'r'}, syscall.UnixRights(append(send, fds[6:]...)...), nil, syscall.MSG_NOSIGNAL)
 					syscall.Close(pidns)
 				}
@@ -262,10 +264,10 @@ func (s *server) serve(pid int) syscall.WaitStatus {
 // prepare gives a run its network namespace (from the pool, or new) and
 // its PID namespace, whose PID 1 it starts; it returns an fd of the PID
 // namespace.
-func (s *server) prepare(r *forkRun, pool *[]int) (int, error) {
+func (s *server) prepare(r *forkRun, pool *[]netns) (int, error) {
 	if k := len(*pool); k > 0 {
-		r.netns, *pool = (*pool)[k-1], (*pool)[:k-1]
-	} else if r.netns = s.newNetns(); r.netns < 0 {
+		r.net, *pool = (*pool)[k-1], (*pool)[:k-1]
+	} else if r.net = s.newNetns(); r.net.ns < 0 {
 		return -1, syscall.EAGAIN
 	}
 	c0 := threadTime()
@@ -285,28 +287,47 @@ func (r *forkRun) drop() {
 		pidfdKill(r.reaper)
 		syscall.Close(r.reaper)
 	}
-	if r.netns >= 0 {
-		syscall.Close(r.netns)
-	}
+	r.net.close()
 	syscall.Close(r.rep)
 	syscall.Close(r.kill)
 }
 
+// netns is a network namespace of the pool: an fd of it (ns), and its
+// /proc/net/dev (dev), opened in it and so answering for it wherever it
+// is read from.
+type netns struct{ ns, dev int }
+
+func (n netns) close() {
+	if n.ns >= 0 {
+		syscall.Close(n.ns)
+	}
+	if n.dev >= 0 {
+		syscall.Close(n.dev)
+	}
+}
+
 // newNetns makes a network namespace with its loopback up, on this thread,
-// which then goes back to its own; -1 where it cannot.
-func (s *server) newNetns() int {
+// which then goes back to its own; ns is -1 where it cannot.
+func (s *server) newNetns() netns {
 	if stuckNet || syscall.Unshare(syscall.CLONE_NEWNET) != nil {
-		return -1
+		return netns{-1, -1}
 	}
 	fd, err := syscall.Openat(s.proc, "thread-self/ns/net", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	loopbackUp() // where this fails it stays down, as without namespaces of our own
+	dev, derr := syscall.Openat(s.proc, "thread-self/net/dev", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if derr != nil {
+		dev = -1 // its run's namespace is not handed on
+	}
 	if setns(s.ownNet, syscall.CLONE_NEWNET) != nil {
 		stuckNet = true
 	}
 	if err != nil {
-		return -1
+		if dev >= 0 {
+			syscall.Close(dev)
+		}
+		return netns{-1, -1}
 	}
-	return fd
+	return netns{fd, dev}
 }
 
 // threadTime is this thread's CPU time (ns).
@@ -353,23 +374,27 @@ func pidfdOpen(pid int) (int, error) {
 
 // loopbackUsed says whether the network namespace's loopback has carried a
 // packet (or cannot be read): one that has may hold a run's closing
-// connections, and is not handed to another run.
-func loopbackUsed(netns, own, proc int) bool {
-	// On this thread, which is back in its own namespace before it does
-	// anything else (or, where it cannot be, finds every one used).
-	if netns < 0 || stuckNet || setns(netns, syscall.CLONE_NEWNET) != nil {
+// connections, and is not handed to another run. Its /proc/net/dev is
+// read again from the start, from this namespace: no setns, no open.
+func (s *server) loopbackUsed(n netns) bool {
+	if n.ns < 0 || n.dev < 0 {
 		return true
 	}
-	var dev []byte
-	if fd, err := syscall.Openat(proc, "thread-self/net/dev", syscall.O_RDONLY|syscall.O_CLOEXEC, 0); err == nil {
-		dev, _ = readAllMax(fd, 1<<16)
-		syscall.Close(fd)
+	b := s.devBuf[:0]
+	for len(b) < cap(b) {
+		k, err := syscall.Pread(n.dev, b[len(b):cap(b)], int64(len(b)))
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return true
+		}
+		if k == 0 {
+			break
+		}
+		b = b[:len(b)+k]
 	}
-	if setns(own, syscall.CLONE_NEWNET) != nil {
-		stuckNet = true
-		return true
-	}
-	return loopbackPackets(dev) != 0
+	return loopbackPackets(b) != 0
 }
 
 // stuckNet is set when the thread could not go back to its own network
