@@ -312,22 +312,19 @@ func (s *server) newNetns() netns {
 	if stuckNet || syscall.Unshare(syscall.CLONE_NEWNET) != nil {
 		return netns{-1, -1}
 	}
-	fd, err := syscall.Openat(s.proc, "thread-self/ns/net", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	loopbackUp() // where this fails it stays down, as without namespaces of our own
-	dev, derr := syscall.Openat(s.proc, "thread-self/net/dev", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	if derr != nil {
-		dev = -1 // its run's namespace is not handed on
+	n := netns{-1, -1}
+	if fd, err := syscall.Openat(s.proc, "thread-self/ns/net", syscall.O_RDONLY|syscall.O_CLOEXEC, 0); err == nil {
+		n.ns = fd
+		loopbackUp() // where this fails it stays down, as without namespaces of our own
+		// Without it, its run's namespace is not handed on.
+		if dev, err := syscall.Openat(s.proc, "thread-self/net/dev", syscall.O_RDONLY|syscall.O_CLOEXEC, 0); err == nil {
+			n.dev = dev
+		}
 	}
 	if setns(s.ownNet, syscall.CLONE_NEWNET) != nil {
 		stuckNet = true
 	}
-	if err != nil {
-		if dev >= 0 {
-			syscall.Close(dev)
-		}
-		return netns{-1, -1}
-	}
-	return netns{fd, dev}
+	return n
 }
 
 // threadTime is this thread's CPU time (ns).
