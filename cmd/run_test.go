@@ -1059,7 +1059,7 @@ func TestRunMaxConcurrentAuto(t *testing.T) {
 	if !bytes.Equal(a, f) {
 		t.Errorf("auto:8 scored the example differently from 8")
 	}
-	if !strings.Contains(stdout+stderr, "limit (lowest-highest)") {
+	if !strings.Contains(stdout+stderr, "limit: end, mean (lowest-highest)") {
 		t.Errorf("the printed summary has no limit column:\n%s%s", stdout, stderr)
 	}
 	b, _ := os.ReadFile(auto + ".summary")
@@ -1069,7 +1069,7 @@ func TestRunMaxConcurrentAuto(t *testing.T) {
 	if err := json.Unmarshal(b, &sum); err != nil || len(sum.Endpoints) != 1 || sum.Endpoints[0].Adaptive == nil {
 		t.Fatalf("summary endpoints: %v %s", err, b)
 	}
-	if ad := sum.Endpoints[0].Adaptive; ad.Limit < 1 || ad.Highest > 8 || ad.Lowest > ad.Limit {
+	if ad := sum.Endpoints[0].Adaptive; ad.Limit < 1 || ad.Highest > 8 || ad.Lowest > ad.Limit || ad.Mean < float64(ad.Lowest) || ad.Mean > float64(ad.Highest) {
 		t.Errorf("adaptive limit %+v: want between 1 and the ceiling 8", ad)
 	}
 	if code, _, stderr := run(context.Background(), "run", "../testdata/example.jsonl", "-o", auto, "--sandbox-url", url, "--max-concurrent", "auto:x"); code != ExitUsage || !strings.Contains(stderr, "max_concurrent") {

@@ -639,7 +639,7 @@ func (s *Summary) WriteTable(w io.Writer) {
 		adaptive := s.Endpoints[0].Adaptive != nil
 		head := "endpoint\tweight\trequests\terrors\tejections\tmean latency ms\t"
 		if adaptive {
-			head += "limit (lowest-highest)\tshed\t"
+			head += "limit: end, mean (lowest-highest)\tshed\t"
 		}
 		fmt.Fprintln(tw, head)
 		for _, e := range s.Endpoints {
@@ -649,7 +649,7 @@ func (s *Summary) WriteTable(w io.Writer) {
 			}
 			fmt.Fprintf(tw, "%s\t%g\t%d\t%d\t%d\t%.1f\t", name, e.Weight, e.Requests, e.Errors, e.Ejections, e.MeanLatencyMS)
 			if a := e.Adaptive; a != nil {
-				fmt.Fprintf(tw, "%d (%d-%d)\t%d\t", a.Limit, a.Lowest, a.Highest, a.Overloads)
+				fmt.Fprintf(tw, "%d, %.1f (%d-%d)\t%d\t", a.Limit, a.Mean, a.Lowest, a.Highest, a.Overloads)
 			}
 			fmt.Fprintln(tw)
 		}

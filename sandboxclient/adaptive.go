@@ -85,6 +85,10 @@ type adaptive struct {
 	// Figures for the summary.
 	lowest, highest float64
 	overloads       int64
+	// The limit each request was answered under, summed, and how many:
+	// the mean limit, which a sawtooth's last tooth does not decide.
+	limitSum float64
+	answers  int64
 }
 
 func newAdaptive(o AdaptiveOptions) *adaptive {
@@ -142,6 +146,8 @@ func (a *adaptive) release(rtt time.Duration, resp *Response, overload bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.inFlight--
+	a.limitSum += float64(a.current())
+	a.answers++
 	if overload {
 		a.overloads++
 		if !a.winOverload {
@@ -226,16 +232,24 @@ func (a *adaptive) adjust() {
 
 // AdaptiveStats say where an endpoint's limit went.
 type AdaptiveStats struct {
-	Limit     int   `json:"limit"`     // at the end
-	Lowest    int   `json:"lowest"`    // over the run
-	Highest   int   `json:"highest"`   // over the run
-	Overloads int64 `json:"overloads"` // answers that shed the request
+	Limit int `json:"limit"` // at the end
+	// Mean is the limit averaged over the answers (each counted under
+	// the limit it was released under): where the limit sat, which the
+	// end's value, one tooth of a sawtooth, does not say.
+	Mean      float64 `json:"mean"`
+	Lowest    int     `json:"lowest"`    // over the run
+	Highest   int     `json:"highest"`   // over the run
+	Overloads int64   `json:"overloads"` // answers that shed the request
 }
 
 func (a *adaptive) stats() AdaptiveStats {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return AdaptiveStats{Limit: a.current(), Lowest: max(int(a.lowest), 1), Highest: max(int(a.highest), 1), Overloads: a.overloads}
+	mean := float64(a.current())
+	if a.answers > 0 {
+		mean = a.limitSum / float64(a.answers)
+	}
+	return AdaptiveStats{Limit: a.current(), Mean: mean, Lowest: max(int(a.lowest), 1), Highest: max(int(a.highest), 1), Overloads: a.overloads}
 }
 
 // serverTime is what an answer says its steps took.

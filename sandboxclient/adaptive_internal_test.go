@@ -86,6 +86,11 @@ func TestAdaptiveLimitMoves(t *testing.T) {
 	if got := b.current(); got != 16 {
 		t.Errorf("slow start went to %d, want the ceiling 16", got)
 	}
+	// Each answer counts under the limit it came back under: 1 at 1, 2
+	// at 2, 4 at 4, 8 at 8.
+	if got, want := b.stats().Mean, (1.0+2*2+4*4+8*8)/15; got != want {
+		t.Errorf("mean limit %v, want %v", got, want)
+	}
 }
 
 // TestAdaptiveEstimatesWaitingWithoutTheHeader: from a server that does
