@@ -309,10 +309,10 @@ func (n netns) close() {
 // newNetns makes a network namespace with its loopback up, on this thread,
 // which then goes back to its own; ns is -1 where it cannot.
 func (s *server) newNetns() netns {
-	if stuckNet || syscall.Unshare(syscall.CLONE_NEWNET) != nil {
-		return netns{-1, -1}
-	}
 	n := netns{-1, -1}
+	if stuckNet || syscall.Unshare(syscall.CLONE_NEWNET) != nil {
+		return n
+	}
 	if fd, err := syscall.Openat(s.proc, "thread-self/ns/net", syscall.O_RDONLY|syscall.O_CLOEXEC, 0); err == nil {
 		n.ns = fd
 		loopbackUp() // where this fails it stays down, as without namespaces of our own
