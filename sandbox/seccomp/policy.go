@@ -1,0 +1,577 @@
+//go:build linux
+
+package seccomp
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+
+	bpfseccomp "github.com/elastic/go-seccomp-bpf"
+	"github.com/elastic/go-seccomp-bpf/arch"
+	docker "github.com/moby/profiles/seccomp"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/net/bpf"
+)
+
+// Errno values of refusals (the same on every architecture Linux has).
+const (
+	EPERM  = 1
+	ENOSYS = 38
+)
+
+// retErrno is SECCOMP_RET_ERRNO; the errno is its low 16 bits.
+const (
+	retErrno = 0x00050000
+	retAllow = 0x7fff0000
+)
+
+// Denial is one of verl-score's refusals, applied before Docker's profile
+// is consulted, whatever that profile says of the call.
+type Denial struct {
+	Names []string
+	Errno int
+	// CloneNewFlags: refuse only where the first argument (clone's flags)
+	// asks for a new namespace.
+	CloneNewFlags bool
+	Why           string
+}
+
+// CloneNewFlags are clone's flags that make a new namespace.
+const CloneNewFlags = 0x00020000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000 | 0x02000000 | 0x00000080 // NS UTS IPC USER PID NET CGROUP TIME
+
+// Denials are the calls verl-score refuses on top of Docker's profile
+// (most of which the profile refuses too, for a process without
+// capabilities: listing them here keeps them refused if the profile ever
+// changes).
+var Denials = []Denial{
+	{Names: []string{"unshare", "setns"}, Errno: EPERM, Why: "no new namespaces: a user namespace hands its maker every capability inside it"},
+	{Names: []string{"clone"}, Errno: EPERM, CloneNewFlags: true, Why: "no new namespaces through clone"},
+	{Names: []string{"clone3"}, Errno: ENOSYS, Why: "its flags sit behind a pointer the filter cannot read; ENOSYS makes libc fall back to clone"},
+	{Names: []string{"mount", "umount", "umount2", "pivot_root", "chroot", "fsopen", "fsconfig", "fsmount", "fspick",
+		"move_mount", "open_tree", "open_tree_attr", "mount_setattr"}, Errno: EPERM, Why: "no mounts"},
+	{Names: []string{"io_uring_setup", "io_uring_enter", "io_uring_register"}, Errno: EPERM,
+		Why: "io_uring: refused by Docker, ChromeOS and Android for its record of kernel bugs"},
+	{Names: []string{"add_key", "keyctl", "request_key"}, Errno: EPERM, Why: "the kernel keyrings are not namespaced"},
+	{Names: []string{"bpf", "perf_event_open", "userfaultfd"}, Errno: EPERM, Why: "refused here whatever the host's sysctls allow"},
+	{Names: []string{"init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load", "reboot"},
+		Errno: EPERM, Why: "no kernel modules, kexec or reboot"},
+}
+
+// Arches are the architectures the filter is built for, by GOARCH.
+var Arches = map[string]*arch.Info{"amd64": arch.X86_64, "arm64": arch.AARCH64}
+
+// dockerArch is libseccomp's name of each, as the profile's rules name it.
+var dockerArch = map[string]string{"amd64": "amd64", "arm64": "arm64"}
+
+// aliases are names the profile uses (libseccomp's) for calls the builder's
+// table knows by another name: aarch64's fstatat is the kernel's
+// newfstatat.
+var aliases = map[string]map[string]string{"arm64": {"newfstatat": "fstatat"}}
+
+// ErrUnsupportedArch is returned by Build for an architecture it has no
+// system-call table for.
+var ErrUnsupportedArch = errors.New("no system-call filter for this architecture")
+
+// Kernel is a kernel version, major and minor ("6.1").
+type Kernel struct{ Major, Minor uint64 }
+
+// ParseKernel reads the version at the start of a release string
+// ("6.1.0-18-amd64").
+func ParseKernel(release string) (Kernel, error) {
+	parts := strings.SplitN(release, ".", 3)
+	if len(parts) < 2 {
+		return Kernel{}, fmt.Errorf("kernel release %q: no major.minor", release)
+	}
+	minor := parts[1]
+	if i := strings.IndexFunc(minor, func(r rune) bool { return r < '0' || r > '9' }); i >= 0 {
+		minor = minor[:i]
+	}
+	a, err1 := strconv.ParseUint(parts[0], 10, 64)
+	b, err2 := strconv.ParseUint(minor, 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return Kernel{}, fmt.Errorf("kernel release %q: %w", release, err)
+	}
+	return Kernel{a, b}, nil
+}
+
+func (k Kernel) atLeast(v *docker.KernelVersion) bool {
+	return k.Major > v.Kernel || k.Major == v.Kernel && k.Minor >= v.Major
+}
+
+// Rule is one entry of the filter, as an audit reads it: calls, what
+// happens to them, and on which arguments.
+type Rule struct {
+	Names  []string
+	Action string // "allow", "EPERM", "ENOSYS"
+	Args   string // "" for every call; else the condition, as text
+	Source string // "verl-score" or "docker"
+}
+
+// Filter is the assembled filter for one architecture.
+type Filter struct {
+	Arch    string // GOARCH
+	Program []byte // sock_filter records, 8 bytes each, in native byte order
+	Rules   []Rule
+	Allowed int      // calls allowed, with or without a condition on arguments
+	Skipped []string // names of the profile that this architecture has no call for
+	Source  string   // the profile's module and version, for doctor and provenance
+}
+
+// Instructions is the program's length in BPF instructions.
+func (f *Filter) Instructions() int { return len(f.Program) / 8 }
+
+// Digest is the program's SHA-256, which names the filter in provenance.
+func (f *Filter) Digest() string {
+	sum := sha256.Sum256(f.Program)
+	return hex.EncodeToString(sum[:])
+}
+
+// Summary is one line for doctor and a run's provenance.
+func (f *Filter) Summary() string {
+	return fmt.Sprintf("%s for a process without capabilities, and %d refusals of verl-score's; %s, %d calls allowed, "+
+		"every other call EPERM, x32 and 32-bit calls refused; %d BPF instructions, sha256 %s",
+		f.Source, len(Denials), Arches[f.Arch].Name, f.Allowed, f.Instructions(), f.Digest()[:16])
+}
+
+// Build assembles the filter for goarch on a kernel of version k (the
+// profile's rules for later kernels are left out, as Docker does).
+func Build(goarch string, k Kernel) (*Filter, error) {
+	info, ok := Arches[goarch]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s (x86-64 and aarch64 have one)", ErrUnsupportedArch, goarch)
+	}
+	// The builder's table, with the profile's names for calls it names
+	// otherwise.
+	table := make(map[string]int, len(info.SyscallNames))
+	for n, nr := range info.SyscallNames {
+		table[n] = nr
+	}
+	for alias, name := range aliases[goarch] {
+		if nr, ok := info.SyscallNames[name]; ok {
+			table[alias] = nr
+		}
+	}
+	f := &Filter{Arch: goarch, Source: profileSource()}
+	known := func(names []string) []string {
+		var out []string
+		for _, n := range names {
+			if _, ok := table[n]; ok {
+				out = append(out, n)
+			} else if !slices.Contains(f.Skipped, n) {
+				f.Skipped = append(f.Skipped, n)
+			}
+		}
+		return out
+	}
+
+	call := func(n string, conds ...bpfseccomp.ArgumentConditions) bpfseccomp.SyscallWithConditions {
+		return bpfseccomp.SyscallWithConditions{Num: uint32(table[n]), Conditions: conds}
+	}
+	var groups []group
+	for _, d := range Denials {
+		names := known(d.Names)
+		if len(names) == 0 {
+			continue
+		}
+		g := group{action: bpfseccomp.Action(retErrno | uint32(d.Errno))}
+		rule := Rule{Names: names, Action: errnoName(d.Errno), Source: "verl-score"}
+		for _, n := range names {
+			if d.CloneNewFlags {
+				g.calls = append(g.calls, call(n, bpfseccomp.ArgumentConditions{{Argument: 0, Operation: bpfseccomp.BitsSet, Value: CloneNewFlags}}))
+			} else {
+				g.calls = append(g.calls, call(n))
+			}
+		}
+		if d.CloneNewFlags {
+			rule.Args = fmt.Sprintf("arg0 & %#x != 0", CloneNewFlags)
+		}
+		groups = append(groups, g)
+		f.Rules = append(f.Rules, rule)
+	}
+
+	prof, err := dockerRules(goarch, k)
+	if err != nil {
+		return nil, err
+	}
+	denied := map[string]bool{}
+	for _, d := range Denials {
+		if !d.CloneNewFlags {
+			for _, n := range d.Names {
+				denied[n] = true
+			}
+		}
+	}
+	// The profile's unconditional calls go in one group per action; the
+	// rules with conditions on arguments in one per action too, where the
+	// rules of one call are alternatives.
+	plain := map[bpfseccomp.Action]*group{}
+	conditional := map[bpfseccomp.Action]*group{}
+	var plainOrder, condOrder []bpfseccomp.Action
+	allowed := map[string]bool{}
+	for _, r := range prof.Syscalls {
+		act, err := action(r)
+		if err != nil {
+			return nil, err
+		}
+		var names []string
+		for _, n := range known(r.Names) {
+			if !denied[n] {
+				names = append(names, n)
+			}
+		}
+		if len(names) == 0 {
+			continue
+		}
+		rule := Rule{Names: names, Action: actionName(act), Source: "docker"}
+		groupsOf, order := plain, &plainOrder
+		var conds bpfseccomp.ArgumentConditions
+		if len(r.Args) > 0 {
+			if conds, rule.Args, err = conditions(r.Args); err != nil {
+				return nil, fmt.Errorf("docker profile, %v: %w", r.Names, err)
+			}
+			groupsOf, order = conditional, &condOrder
+		}
+		g := groupsOf[act]
+		if g == nil {
+			g = &group{action: act}
+			groupsOf[act] = g
+			*order = append(*order, act)
+		}
+		for _, n := range names {
+			if conds == nil {
+				g.add(call(n))
+			} else {
+				g.add(call(n, conds))
+			}
+			if act == bpfseccomp.ActionAllow {
+				allowed[n] = true
+			}
+		}
+		f.Rules = append(f.Rules, rule)
+	}
+	for _, act := range plainOrder {
+		groups = append(groups, *plain[act])
+	}
+	for _, act := range condOrder {
+		groups = append(groups, *conditional[act])
+	}
+	f.Allowed = len(allowed)
+
+	def, err := defaultAction(prof)
+	if err != nil {
+		return nil, err
+	}
+	if f.Program, err = assemble(groups, def, info); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// group is calls that share an action.
+type group struct {
+	calls  []bpfseccomp.SyscallWithConditions
+	action bpfseccomp.Action
+}
+
+// add adds a call, or, for one already there with conditions, the
+// alternative conditions of another rule.
+func (g *group) add(c bpfseccomp.SyscallWithConditions) {
+	for i := range g.calls {
+		if g.calls[i].Num == c.Num {
+			if len(g.calls[i].Conditions) > 0 && len(c.Conditions) > 0 {
+				g.calls[i].Conditions = append(g.calls[i].Conditions, c.Conditions...)
+			} else {
+				g.calls[i].Conditions = nil // unconditional wins
+			}
+			return
+		}
+	}
+	g.calls = append(g.calls, c)
+}
+
+// assemble turns the groups into the kernel's sock_filter records: a
+// call of another architecture (a 32-bit one on a 64-bit kernel) gets the
+// default action, an x32 call ENOSYS; then the calls with conditions on
+// their arguments, each in a block of its own; then the other calls,
+// group by group, in a list the builder lays out (its long jumps); last
+// the default action.
+//
+// The builder's own blocks for conditions are not used: a call whose
+// conditions fail leaves its argument, not the call's number, in the
+// accumulator, against which the calls after it would then be compared.
+func assemble(groups []group, def bpfseccomp.Action, info *arch.Info) ([]byte, error) {
+	var conds []bpf.Instruction
+	prog := bpfseccomp.NewProgram()
+	for _, g := range groups {
+		var plain []bpfseccomp.SyscallWithConditions
+		for _, c := range g.calls {
+			if len(c.Conditions) == 0 {
+				plain = append(plain, c)
+				continue
+			}
+			block, err := conditionBlock(c, g.action)
+			if err != nil {
+				return nil, err
+			}
+			conds = append(conds, block...)
+		}
+		if len(plain) == 0 {
+			continue
+		}
+		act, next := prog.NewLabel(), prog.NewLabel()
+		for i, c := range plain {
+			c.Assemble(&prog, i < len(plain)-1, act, next)
+		}
+		prog.SetLabel(act)
+		prog.Ret(g.action)
+		prog.SetLabel(next)
+	}
+	prog.Ret(def)
+	body, err := prog.Assemble()
+	if err != nil {
+		return nil, fmt.Errorf("assemble the seccomp filter: %w", err)
+	}
+	body = append(conds, body...)
+	var x32 []bpf.Instruction
+	if info.ID == arch.X86_64.ID {
+		x32 = []bpf.Instruction{
+			bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: uint32(arch.X32.SeccompMask), SkipFalse: 1},
+			bpf.RetConstant{Val: retErrno | ENOSYS},
+		}
+	}
+	// From the architecture's test to the last instruction, the default.
+	toDefault := len(x32) + len(body)
+	insts := []bpf.Instruction{bpf.LoadAbsolute{Off: offArch, Size: 4}}
+	if toDefault <= 255 {
+		insts = append(insts, bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: uint32(info.ID), SkipTrue: uint8(toDefault)})
+	} else {
+		insts = append(insts, bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(info.ID), SkipTrue: 1}, bpf.Jump{Skip: uint32(toDefault)})
+	}
+	insts = append(insts, bpf.LoadAbsolute{Off: offNr, Size: 4})
+	insts = append(append(insts, x32...), body...)
+	raw, err := bpf.Assemble(insts)
+	if err != nil {
+		return nil, fmt.Errorf("assemble the seccomp filter: %w", err)
+	}
+	if len(raw) > 4096 {
+		return nil, fmt.Errorf("the seccomp filter has %d instructions, over the kernel's 4096", len(raw))
+	}
+	out := make([]byte, 0, 8*len(raw))
+	for _, in := range raw {
+		out = binary.NativeEndian.AppendUint16(out, in.Op)
+		out = append(out, in.Jt, in.Jf)
+		out = binary.NativeEndian.AppendUint32(out, in.K)
+	}
+	return out, nil
+}
+
+// conditionBlock is one call with conditions on its arguments: where the
+// number matches, each alternative in turn; the first whose conditions
+// all hold returns the action. Where none does, the call's number is
+// loaded again for the blocks and groups after it.
+func conditionBlock(c bpfseccomp.SyscallWithConditions, action bpfseccomp.Action) ([]bpf.Instruction, error) {
+	var block []bpf.Instruction
+	for _, alt := range c.Conditions {
+		// fail marks the jumps to the end of this alternative.
+		var insts []bpf.Instruction
+		var fails []int
+		failIf := func(j bpf.JumpIf, onTrue bool) {
+			fails = append(fails, len(insts))
+			if onTrue {
+				j.SkipTrue = 1 // placeholder, set below
+			} else {
+				j.SkipFalse = 1
+			}
+			insts = append(insts, j)
+		}
+		for _, cond := range alt {
+			hi, lo := uint32(cond.Value>>32), uint32(cond.Value)
+			ldHi := bpf.LoadAbsolute{Off: argOff(cond.Argument) + 4, Size: 4}
+			ldLo := bpf.LoadAbsolute{Off: argOff(cond.Argument), Size: 4}
+			switch cond.Operation {
+			case bpfseccomp.Equal:
+				insts = append(insts, ldHi)
+				failIf(bpf.JumpIf{Cond: bpf.JumpEqual, Val: hi}, false)
+				insts = append(insts, ldLo)
+				failIf(bpf.JumpIf{Cond: bpf.JumpEqual, Val: lo}, false)
+			case bpfseccomp.LessThan:
+				insts = append(insts, ldHi)
+				failIf(bpf.JumpIf{Cond: bpf.JumpGreaterThan, Val: hi}, true)
+				insts = append(insts, bpf.JumpIf{Cond: bpf.JumpEqual, Val: hi, SkipFalse: 2}, ldLo) // below: holds
+				failIf(bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: lo}, true)
+			case bpfseccomp.BitsNotSet:
+				insts = append(insts, ldHi)
+				failIf(bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: hi}, true)
+				insts = append(insts, ldLo)
+				failIf(bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: lo}, true)
+			case bpfseccomp.BitsSet:
+				insts = append(insts, ldHi, bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: hi, SkipTrue: 2}, ldLo) // a high bit: holds
+				failIf(bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: lo}, false)
+			default:
+				return nil, fmt.Errorf("seccomp filter: condition %s is not built", cond.Operation)
+			}
+		}
+		insts = append(insts, bpf.RetConstant{Val: uint32(action)})
+		for _, i := range fails {
+			j := insts[i].(bpf.JumpIf)
+			skip := len(insts) - i - 1
+			if skip > 255 {
+				return nil, errors.New("seccomp filter: a call's conditions are too long")
+			}
+			if j.SkipTrue == 1 {
+				j.SkipTrue = uint8(skip)
+			} else {
+				j.SkipFalse = uint8(skip)
+			}
+			insts[i] = j
+		}
+		block = append(block, insts...)
+	}
+	block = append(block, bpf.LoadAbsolute{Off: offNr, Size: 4})
+	if len(block) > 255 {
+		return nil, fmt.Errorf("seccomp filter: the conditions of call %d are too long", c.Num)
+	}
+	// Another call skips the block, its reload of the number included.
+	return append([]bpf.Instruction{bpf.JumpIf{Cond: bpf.JumpEqual, Val: c.Num, SkipFalse: uint8(len(block))}}, block...), nil
+}
+
+// argOff is where argument i's low word lies in struct seccomp_data (both
+// architectures are little-endian: its high word follows).
+func argOff(i uint32) uint32 { return offArgs + 8*i }
+
+// Offsets in the kernel's struct seccomp_data.
+const (
+	offNr   = 0
+	offArch = 4
+	offArgs = 16
+)
+
+// dockerRules is Docker's default profile as Docker resolves it for a
+// container with no capabilities on this architecture and kernel.
+func dockerRules(goarch string, k Kernel) (*specs.LinuxSeccomp, error) {
+	prof := docker.DefaultProfile()
+	out := prof.LinuxSeccomp
+	out.Syscalls = nil
+	a := dockerArch[goarch]
+	for _, r := range prof.Syscalls {
+		names := r.Names
+		if r.Name != "" {
+			names = append(names, r.Name)
+		}
+		if ex := r.Excludes; ex != nil {
+			// No capability is held, so none excludes a rule.
+			if slices.Contains(ex.Arches, a) || ex.MinKernel != nil && k.atLeast(ex.MinKernel) {
+				continue
+			}
+		}
+		if in := r.Includes; in != nil {
+			if len(in.Caps) > 0 || len(in.Arches) > 0 && !slices.Contains(in.Arches, a) ||
+				in.MinKernel != nil && !k.atLeast(in.MinKernel) {
+				continue
+			}
+		}
+		s := r.LinuxSyscall
+		s.Names = names
+		out.Syscalls = append(out.Syscalls, s)
+	}
+	return &out, nil
+}
+
+func action(r specs.LinuxSyscall) (bpfseccomp.Action, error) {
+	switch r.Action {
+	case specs.ActAllow:
+		return bpfseccomp.ActionAllow, nil
+	case specs.ActErrno:
+		e := uint32(EPERM)
+		if r.ErrnoRet != nil {
+			e = uint32(*r.ErrnoRet)
+		}
+		return bpfseccomp.Action(retErrno | e), nil
+	}
+	return 0, fmt.Errorf("docker profile, %v: action %s is not one this filter takes", r.Names, r.Action)
+}
+
+func defaultAction(p *specs.LinuxSeccomp) (bpfseccomp.Action, error) {
+	if p.DefaultAction != specs.ActErrno {
+		return 0, fmt.Errorf("docker profile: default action %s, not an errno", p.DefaultAction)
+	}
+	e := uint32(EPERM)
+	if p.DefaultErrnoRet != nil {
+		e = uint32(*p.DefaultErrnoRet)
+	}
+	return bpfseccomp.Action(retErrno | e), nil
+}
+
+// conditions are a rule's argument checks, all of which must hold.
+func conditions(args []specs.LinuxSeccompArg) (bpfseccomp.ArgumentConditions, string, error) {
+	var out bpfseccomp.ArgumentConditions
+	var text []string
+	for _, a := range args {
+		c := bpfseccomp.Condition{Argument: uint32(a.Index), Value: a.Value}
+		var op string
+		switch a.Op {
+		case specs.OpEqualTo:
+			c.Operation, op = bpfseccomp.Equal, "=="
+		case specs.OpNotEqual:
+			c.Operation, op = bpfseccomp.NotEqual, "!="
+		case specs.OpLessThan:
+			c.Operation, op = bpfseccomp.LessThan, "<"
+		case specs.OpLessEqual:
+			c.Operation, op = bpfseccomp.LessOrEqual, "<="
+		case specs.OpGreaterThan:
+			c.Operation, op = bpfseccomp.GreaterThan, ">"
+		case specs.OpGreaterEqual:
+			c.Operation, op = bpfseccomp.GreaterOrEqual, ">="
+		case specs.OpMaskedEqual:
+			if a.ValueTwo != 0 {
+				return nil, "", fmt.Errorf("arg%d & %#x == %#x cannot be expressed", a.Index, a.Value, a.ValueTwo)
+			}
+			c.Operation = bpfseccomp.BitsNotSet
+			text = append(text, fmt.Sprintf("arg%d & %#x == 0", a.Index, a.Value))
+			out = append(out, c)
+			continue
+		default:
+			return nil, "", fmt.Errorf("operator %s", a.Op)
+		}
+		out = append(out, c)
+		text = append(text, fmt.Sprintf("arg%d %s %#x", a.Index, op, a.Value))
+	}
+	return out, strings.Join(text, " && "), nil
+}
+
+func errnoName(e int) string {
+	switch e {
+	case EPERM:
+		return "EPERM"
+	case ENOSYS:
+		return "ENOSYS"
+	}
+	return "errno " + strconv.Itoa(e)
+}
+
+func actionName(a bpfseccomp.Action) string {
+	if a == bpfseccomp.ActionAllow {
+		return "allow"
+	}
+	return errnoName(int(uint32(a) & 0xffff))
+}
+
+// profileSource names Docker's profile by its module and version.
+func profileSource() string {
+	const mod = "github.com/moby/profiles/seccomp"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == mod {
+				return "Docker's default profile (" + mod + " " + d.Version + ")"
+			}
+		}
+	}
+	return "Docker's default profile (" + mod + ")"
+}
