@@ -70,7 +70,8 @@ func sandboxClient(cfg *config.Config, warn io.Writer) (sandboxclient.Client, st
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("embedded sandbox: %w", err)
 	}
-	return l, fmt.Sprintf("embedded sandbox (%d at once)", cfg.Sandbox.Concurrency), func() { l.Close() }, nil
+	desc := fmt.Sprintf("embedded sandbox (%d at once; isolation %s)", cfg.Sandbox.Concurrency, l.IsolationSummary())
+	return l, desc, func() { l.Close() }, nil
 }
 
 // probeTimeout bounds the probe of each endpoint before scoring.

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/verl-score/verl-score/sandbox"
+	"github.com/verl-score/verl-score/sandbox/seccomp"
 	"github.com/verl-score/verl-score/sandbox/toolchain"
 )
 
@@ -18,6 +20,7 @@ import (
 type doctorOptions struct {
 	JSON    bool
 	Prepare bool
+	Seccomp bool
 	Out     io.Writer
 
 	// toolchains and protections probe the host; tests may replace them.
@@ -26,6 +29,7 @@ type doctorOptions struct {
 	fastPaths   func() []sandbox.Protection
 	languages   func() []sandbox.Protection
 	prepare     func(context.Context) []sandbox.Protection
+	filter      func() (*seccomp.Filter, error)
 }
 
 func newDoctorCmd(s Streams) *cobra.Command {
@@ -36,6 +40,7 @@ func newDoctorCmd(s Streams) *cobra.Command {
 		fastPaths:   sandbox.FastPaths,
 		languages:   sandbox.Languages,
 		prepare:     sandbox.Prepare,
+		filter:      sandbox.Filter,
 	}
 	c := &cobra.Command{
 		Use:   "doctor",
@@ -54,6 +59,13 @@ module cache with testify and a warm Go build cache (about a minute on a
 cold machine). A compile never pays for them inside its time limit either
 way; preparing in an image's build step spares the first cases the wait.
 
+--seccomp prints the system-call filter every sandboxed program starts
+under instead: where it comes from (Docker's default profile, resolved for
+a process without capabilities, and verl-score's refusals in front of it),
+each rule with its calls, action and condition on arguments, and the
+program's SHA-256, which a run's provenance names. With --json it is JSON,
+the BPF program included (base64 of the kernel's sock_filter records).
+
 EXIT STATUS
   0  report written (whatever it says)
   1  the report could not be written
@@ -61,13 +73,15 @@ EXIT STATUS
 `,
 		Example: `  verl-score doctor
   verl-score doctor --prepare     # in a Dockerfile: RUN verl-score doctor --prepare
-  verl-score doctor --json | jq '.toolchains[] | select(.found | not)'`,
+  verl-score doctor --json | jq '.toolchains[] | select(.found | not)'
+  verl-score doctor --seccomp     # audit the system-call filter`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			return runDoctor(c.Context(), opts)
 		},
 	}
 	c.Flags().BoolVar(&opts.JSON, "json", false, "write the report as JSON")
+	c.Flags().BoolVar(&opts.Seccomp, "seccomp", false, "print the sandbox's system-call filter, rule by rule, instead of the report")
 	c.Flags().BoolVar(&opts.Prepare, "prepare", false, "also build the caches of every language's first compile (precompiled header, javac archive, Go modules and build cache) and report them")
 	return c
 }
@@ -100,6 +114,9 @@ type doctorProtection struct {
 
 // runDoctor probes the host and writes the report.
 func runDoctor(ctx context.Context, opts *doctorOptions) error {
+	if opts.Seccomp {
+		return writeFilter(opts)
+	}
 	rep := doctorReport{
 		OS:          runtime.GOOS,
 		Arch:        runtime.GOARCH,
@@ -194,4 +211,51 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// writeFilter writes the seccomp filter for an audit (doctor --seccomp).
+func writeFilter(opts *doctorOptions) error {
+	f, err := opts.filter()
+	if err != nil {
+		return fmt.Errorf("the seccomp filter: %w", err)
+	}
+	if opts.JSON {
+		enc := json.NewEncoder(opts.Out)
+		enc.SetIndent("", "  ")
+		err := enc.Encode(struct {
+			Arch         string         `json:"arch"`
+			Source       string         `json:"source"`
+			SHA256       string         `json:"sha256"`
+			Instructions int            `json:"instructions"`
+			Allowed      int            `json:"allowed"`
+			Default      string         `json:"default"`
+			Rules        []seccomp.Rule `json:"rules"`
+			Skipped      []string       `json:"skipped"`
+			Program      []byte         `json:"program"`
+		}{f.ArchName, f.Source, f.Digest(), f.Instructions(), f.Allowed, "EPERM", f.Rules, f.Skipped, f.Program})
+		if err != nil {
+			return fmt.Errorf("write the filter: %w", err)
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(opts.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "seccomp filter: %s\n", f.Summary())
+	fmt.Fprintf(tw, "sha256 %s\n", f.Digest())
+	fmt.Fprintln(tw, "rules are tried in this order; a call no rule matches gets EPERM")
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "FROM\tACTION\tARGUMENTS\tCALLS")
+	for _, r := range f.Rules {
+		args := r.Args
+		if args == "" {
+			args = "any"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Source, r.Action, args, strings.Join(r.Names, " "))
+	}
+	if len(f.Skipped) > 0 {
+		fmt.Fprintf(tw, "\nnames in the profile this architecture has no call for (left out): %s\n", strings.Join(f.Skipped, " "))
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write the filter: %w", err)
+	}
+	return nil
 }

@@ -20,7 +20,7 @@ requests, as soon as each is done. The Python package verl_score starts one
 worker per Python process and sends it every compute_score call.
 
 Its first line says it is ready:
-  {"ready": true, "version": "0.1.0", "sandbox": "embedded sandbox (2 at once)"}
+  {"ready": true, "version": "0.1.0", "sandbox": "embedded sandbox (2 at once; isolation auto (…))"}
 A request (id is any JSON value, handed back; language is optional):
   {"id": 1, "data_source": "taco", "solution_str": "...", "ground_truth": "{\"inputs\": ...}"}
 Its result:

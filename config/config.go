@@ -287,6 +287,18 @@ func Settings() []Setting {
 			}
 			return nil
 		}), Usage: "embedded sandbox: stack limit of Ruby runs in MB; 0 sets it to the memory limit as SandboxFusion does, where Ruby cannot start and every Ruby program scores 0 in verl too; 8 lets Ruby run (verdicts then differ from verl's)"},
+		{Key: "seccomp", Default: "on", Commands: sandboxed | Serve, Set: parsed(func(c *Config, s string) error {
+			switch s {
+			case "on":
+				c.Sandbox.NoSeccomp = false
+			case "off":
+				c.Sandbox.NoSeccomp = true
+			default:
+				return fmt.Errorf("seccomp must be on or off, got %q", s)
+			}
+			return nil
+		}), Usage: "embedded sandbox: on starts every program under Docker's default system-call filter with verl-score's refusals added " +
+			"(verl-score doctor --seccomp lists it); off, for debugging, starts them without one and warns each time a sandbox starts"},
 		{Key: "fast_paths", Default: true, Commands: sandboxed | Serve, Set: parsed2(func(c *Config, on bool) { c.Sandbox.NoFastPaths = !on }),
 			Usage: "embedded sandbox: fork Python runs from a pre-started interpreter, compile C++ against a precompiled bits/stdc++.h and start javac from a class-data archive (same verdicts; false starts and compiles each plainly)"},
 	}

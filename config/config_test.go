@@ -160,7 +160,7 @@ func TestFlagAlias(t *testing.T) {
 func TestEverySettingReachesTheConfig(t *testing.T) {
 	other := map[string]string{ // values of the settings whose default cannot be bumped blindly
 		"mode": "all", "extract": "prime", "compare": "tokens", "data_source_key": "src", "infra_errors": "mask",
-		"pass_k": "1,3", "isolation": "none", "language": "cpp", "max_concurrent": "auto:32", "outage_grace": "5s",
+		"pass_k": "1,3", "isolation": "none", "language": "cpp", "max_concurrent": "auto:32", "outage_grace": "5s", "seccomp": "off",
 	}
 	base, _, err := load(t, nil)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -418,4 +419,61 @@ func BenchmarkPythonDriverThroughput(b *testing.B) {
 	b.ReportMetric(pl, "cases/s-plain")
 	b.ReportMetric(pr/fr, "prelude/fork")
 	b.ReportMetric(pr/pl, "prelude/plain")
+}
+
+// BenchmarkSeccompCost runs trivial cases through a Local whose programs
+// start under the seccomp filter and through one with --seccomp=off, in
+// batches of two cases per CPU, interleaved (which goes first alternates),
+// and reports the cases/s of each and their ratio: Python forked from the
+// server, Python started plainly, and a compiled C++ program.
+func BenchmarkSeccompCost(b *testing.B) {
+	in := "1 2"
+	sum := &sandboxclient.Request{Language: "python", Code: "a, b = map(int, input().split())\nprint(a + b)", Stdin: &in,
+		RunTimeout: 10, MemoryLimitMB: 1024}
+	cpp := &sandboxclient.Request{Language: "cpp", Code: "#include <iostream>\nint main(){long a,b;std::cin>>a>>b;std::cout<<a+b<<std::endl;}\n",
+		Stdin: &in, CompileTimeout: 60, RunTimeout: 10, MemoryLimitMB: 1024}
+	for _, c := range []struct {
+		name  string
+		req   *sandboxclient.Request
+		plain bool
+	}{{"python", sum, false}, {"python-plain", sum, true}, {"cpp", cpp, false}} {
+		b.Run(c.name, func(b *testing.B) {
+			on := newLocal(b, Options{NoFastPaths: c.plain})
+			off := newLocal(b, Options{NoFastPaths: c.plain, NoSeccomp: true})
+			if !on.j.Iso.Contained || on.filter == nil {
+				b.Skip("no filesystem view, so no filter, on this host")
+			}
+			if on.tools[lang.Get(c.req.Language).Programs()[0]] == "" {
+				b.Skipf("%s not installed", c.req.Language)
+			}
+			batch := 2 * runtime.NumCPU()
+			one := func(l *Local) func() error {
+				return func() error {
+					resp, err := l.Run(context.Background(), c.req)
+					if err != nil || resp.RunResult == nil || resp.RunResult.Stdout != "3\n" {
+						return fmt.Errorf("got %s", respText(resp, err))
+					}
+					return nil
+				}
+			}
+			runParallel(b, runtime.NumCPU(), batch, one(on)) // compile, start the servers
+			runParallel(b, runtime.NumCPU(), batch, one(off))
+			var onT, offT time.Duration
+			b.ResetTimer()
+			for i := range b.N {
+				if i%2 == 0 {
+					onT += runParallel(b, runtime.NumCPU(), batch, one(on))
+					offT += runParallel(b, runtime.NumCPU(), batch, one(off))
+				} else {
+					offT += runParallel(b, runtime.NumCPU(), batch, one(off))
+					onT += runParallel(b, runtime.NumCPU(), batch, one(on))
+				}
+			}
+			b.StopTimer()
+			cases := float64(b.N * batch)
+			b.ReportMetric(cases/onT.Seconds(), "cases/s-filter")
+			b.ReportMetric(cases/offT.Seconds(), "cases/s-off")
+			b.ReportMetric(offT.Seconds()/onT.Seconds(), "ratio")
+		})
+	}
 }

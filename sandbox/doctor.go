@@ -11,6 +11,7 @@ import (
 
 	"github.com/verl-score/verl-score/sandbox/jail"
 	"github.com/verl-score/verl-score/sandbox/lang"
+	"github.com/verl-score/verl-score/sandbox/seccomp"
 	"github.com/verl-score/verl-score/sandbox/toolchain"
 	"github.com/verl-score/verl-score/sandboxclient"
 )
@@ -72,6 +73,10 @@ func Protections() []Protection {
 				"needs the filesystem view; leftover processes are found by user instead")},
 		{Name: "IPC namespace", Available: iso.Contained,
 			Detail: pick(iso.Contained, "the System V shared memory, semaphores and message queues of a step vanish with it", "needs the filesystem view")},
+		{Name: "no privileges", Available: iso.Contained,
+			Detail: pick(iso.Contained, "every program starts with empty capability sets (bounding, ambient, inheritable included) and no_new_privs",
+				"needs the filesystem view's init: programs keep what the host gives this user")},
+		filterProtection(iso.Contained),
 		{Name: "cgroup per run", Available: cgUsed,
 			Detail: pick(cgUsed, "an equal CPU weight per run, a bound on a run's total memory and processes, its CPU time measured: ",
 				"runs share the CPU with no weight of their own; memory and processes bounded per process only: ") + cgDetail},
@@ -82,6 +87,25 @@ func Protections() []Protection {
 	}
 	return ps
 }
+
+// filterProtection is doctor's line on the seccomp filter.
+func filterProtection(contained bool) Protection {
+	p := Protection{Name: "seccomp filter"}
+	f, err := seccomp.Host()
+	switch {
+	case err != nil:
+		p.Detail = err.Error() + ": the sandbox does not start without --seccomp=off"
+	case !contained:
+		p.Detail = "needs the filesystem view's init (built: " + f.Summary() + ")"
+	default:
+		p.Available, p.Detail = true, f.Summary()+" (verl-score doctor --seccomp lists it)"
+	}
+	return p
+}
+
+// Filter is the seccomp filter contained programs start under on this
+// host, for `verl-score doctor --seccomp`.
+func Filter() (*seccomp.Filter, error) { return seccomp.Host() }
 
 func pick(c bool, a, b string) string {
 	if c {
@@ -196,6 +220,14 @@ func (l *Local) IsolationSummary() string {
 	var in []string
 	if l.j.Iso.Contained {
 		in = append(in, "filesystem view", "PID and IPC namespaces")
+	}
+	if l.j.Iso.Contained {
+		in = append(in, "no privileges")
+		if l.filter != nil {
+			in = append(in, "seccomp filter sha256:"+l.filter.Digest()[:16])
+		} else {
+			in = append(in, "seccomp off")
+		}
 	}
 	if l.j.Iso.NetNS {
 		in = append(in, "no network")

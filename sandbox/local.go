@@ -28,6 +28,7 @@ import (
 	"github.com/verl-score/verl-score/sandbox/jail"
 	"github.com/verl-score/verl-score/sandbox/lang"
 	"github.com/verl-score/verl-score/sandbox/nsinit"
+	"github.com/verl-score/verl-score/sandbox/seccomp"
 	"github.com/verl-score/verl-score/sandbox/toolchain"
 	"github.com/verl-score/verl-score/sandboxclient"
 	"golang.org/x/sync/singleflight"
@@ -36,10 +37,11 @@ import (
 // Local is a sandbox on this machine. It implements sandboxclient.Client and
 // is safe for concurrent use.
 type Local struct {
-	opts  Options
-	root  string            // private directory holding builds, runs and caches
-	j     *jail.Runner      // runs each step, contained
-	tools map[string]string // program name -> absolute path ("" if missing)
+	opts   Options
+	root   string            // private directory holding builds, runs and caches
+	j      *jail.Runner      // runs each step, contained
+	tools  map[string]string // program name -> absolute path ("" if missing)
+	filter *seccomp.Filter   // contained steps' seccomp filter; nil without
 	// rootOnly lists programs an unprivileged user cannot reach; steps using
 	// them run as root (with a warning).
 	rootOnly map[string]bool
@@ -127,6 +129,12 @@ func New(opts Options) (*Local, error) {
 	}
 	l.j = jail.NewRunner(jail.Probe(opts.Isolation == IsolationNone, opts.Isolation == IsolationBasic), opts.Concurrency, opts.MaxOutputBytes, opts.TempDir, l.warn)
 	l.j.Cgroups, l.cgroupNote = newCgroups(opts, &l.j.Iso)
+	if l.filter, err = newFilter(opts, l.j.Iso.Contained); err != nil {
+		os.RemoveAll(root)
+		return nil, err
+	} else if l.filter != nil {
+		l.j.Filter = l.filter.Program
+	}
 	l.tools, l.rootOnly = toolchain.Find(l.j.Iso.PerRunUser)
 	l.pathEnv = toolchain.ChildPath(l.tools)
 	l.host = (*langHost)(l)
@@ -166,10 +174,33 @@ func New(opts Options) (*Local, error) {
 		l.forks.Off = "needs the filesystem view and a per-run user (root)"
 	}
 	l.j.Starter = l.forks
+	if !l.j.Iso.Contained && !opts.NoSeccomp {
+		l.j.Iso.Notes = append(l.j.Iso.Notes, "running without a seccomp filter and with the capabilities the host gives: "+
+			"the filesystem view's init installs them")
+	}
 	for _, note := range l.j.Iso.Notes {
 		fmt.Fprintf(opts.Warn, "verl-score sandbox: %s\n", note)
 	}
 	return l, nil
+}
+
+// newFilter is contained steps' seccomp filter, or, with NoSeccomp, nil
+// and a warning that they go without. A host the filter cannot be built
+// for refuses to start the sandbox without NoSeccomp.
+func newFilter(o Options, contained bool) (*seccomp.Filter, error) {
+	if o.NoSeccomp {
+		fmt.Fprintln(o.Warn, "verl-score sandbox: WARNING: --seccomp=off: programs run without a system-call filter and can reach "+
+			"every call of the host's kernel (they still start with no capability and no_new_privs); for debugging only")
+		return nil, nil
+	}
+	if !contained {
+		return nil, nil
+	}
+	f, err := seccomp.Host()
+	if err != nil {
+		return nil, fmt.Errorf("the sandbox's seccomp filter: %w; --seccomp=off starts programs without one (for debugging only)", err)
+	}
+	return f, nil
 }
 
 // newCgroups gives the sandbox a cgroup, weighing as many runs as it runs

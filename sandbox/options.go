@@ -80,6 +80,10 @@ type Options struct {
 	// (sandbox/toolchain) and javac started from a class-data archive (sandbox/toolchain).
 	// Every run then starts and compiles plainly.
 	NoFastPaths bool
+	// NoSeccomp starts contained programs without the seccomp filter
+	// (sandbox/seccomp); they still start with no capability and
+	// no_new_privs. For debugging: New warns each time.
+	NoSeccomp bool
 	// PythonPrelude is import statements that many Python programs begin
 	// with (testcases.DriverHead). A program whose text begins with it is
 	// forked from a server that has run it already (sandbox/forkserver), so

@@ -7,6 +7,7 @@ import (
 	"errors"
 
 	"github.com/verl-score/verl-score/sandbox/lang"
+	"github.com/verl-score/verl-score/sandbox/seccomp"
 	"github.com/verl-score/verl-score/sandboxclient"
 )
 
@@ -46,6 +47,9 @@ func Protections() []Protection {
 
 // Prepare has nothing to prepare.
 func Prepare(context.Context) []Protection { return nil }
+
+// Filter: there is no seccomp filter without Linux.
+func Filter() (*seccomp.Filter, error) { return nil, ErrNeedsLinux }
 
 // FastPaths are none.
 func FastPaths() []Protection { return nil }

@@ -6,7 +6,7 @@
 //
 // The first line out says the worker is ready:
 //
-//	{"ready": true, "version": "0.1.0", "sandbox": "embedded sandbox (2 at once)"}
+//	{"ready": true, "version": "0.1.0", "sandbox": "embedded sandbox (2 at once; isolation auto (…))"}
 //
 // A request:
 //

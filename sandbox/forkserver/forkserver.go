@@ -256,6 +256,8 @@ func (p *Pool) startServer(lim jail.Limits, prelude bool, slot int) (*forkServer
 		p.userSite + "/verl_score_forkserver.py": []byte(forkServerSource),
 		p.userSite + "/verl_score_space":         own.Bytes(),
 		p.userSite + "/verl_score_cpu":           []byte(strconv.Itoa(slot)),
+		// The filter its programs install (empty: none, --seccomp=off).
+		p.userSite + "/verl_score_seccomp": p.Jail.Filter,
 	}
 	if prelude {
 		s.View.Files[p.userSite+"/verl_score_prelude.py"] = []byte(p.Prelude)

@@ -33,6 +33,9 @@ def _server():
     allowed_cpus = os.sched_getaffinity(0)
     with open(os.path.join(user_site, "verl_score_cpu"), "rb") as f:
         own_cpu = {sorted(allowed_cpus)[int(f.read()) % len(allowed_cpus)]}
+    # The seccomp filter each program installs (empty: none).
+    with open(os.path.join(user_site, "verl_score_seccomp"), "rb") as f:
+        seccomp_filter = f.read()
 
     # A prelude server first runs the import statements every one of its
     # programs begins with (the fn_name driver's), in a namespace of their
@@ -83,6 +86,8 @@ def _server():
     MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
     MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE, MNT_DETACH = 0x20, 0x1000, 0x4000, 0x40000, 2
     PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4
+    PR_SET_SECCOMP, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT = 22, 24, 38, 47
+    PR_CAP_AMBIENT_CLEAR_ALL, SECCOMP_MODE_FILTER, EINVAL = 4, 2, 22
     BIND_WRITABLE, BIND_DEVICE, BIND_FILE, BIND_IN_VIEW = 1, 2, 4, 8
     SIGKILL = 9
     MSG_CMSG_CLOEXEC = 0x40000000
@@ -199,7 +204,8 @@ def _server():
         run = {"proc": None, "limits": None}
         for op, a in ops:
             if op == "s":
-                mount(b"tmpfs", a[0], b"tmpfs", MS_NOSUID | MS_NODEV, b"size=" + a[1] + b"m,mode=0755")
+                opts = b"size=" + a[1] + b"m,mode=0755" + (b",nr_inodes=" + a[2] if len(a) > 2 else b"")
+                mount(b"tmpfs", a[0], b"tmpfs", MS_NOSUID | MS_NODEV, opts)
             elif op == "b":
                 if not int(a[2]) & BIND_IN_VIEW:
                     raise OSError(22, "a fork-server run binds nothing of the host")
@@ -512,6 +518,11 @@ def _server():
             run = build_space(ops)
             if run["proc"] is not None:
                 mount(b"proc", run["proc"], b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+            # The rest of the set-up and the program run under no_new_privs
+            # and the filter; the capabilities went in the server.
+            check(libc.prctl(*NO_NEW_PRIVS), "set no_new_privs")
+            if SECCOMP is not None:
+                check(libc.prctl(*SECCOMP), "install the seccomp filter")
         except Exception as e:
             write_all(rep, record("E", str(e).encode()))
             os._exit(111)
@@ -543,6 +554,35 @@ def _server():
     # time).
     with open(os.path.join(user_site, "verl_score_space"), "rb") as f:
         detach_space(records(f.read()))
+    # No program of the server's can regain a capability: the bounding
+    # set (what an exec could grant) and the ambient and inheritable sets
+    # go here, once; the server keeps its own effective set, which each
+    # program's set-up needs, and a program loses that as it takes its
+    # user. Each program then sets no_new_privs and installs the filter
+    # (NO_NEW_PRIVS, SECCOMP) before anything of the run's is run.
+    cap = 0
+    while libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0:
+        cap += 1
+    if ctypes.get_errno() != EINVAL or cap == 0:
+        check(-1, "drop capability %d from the bounding set" % cap)
+    if libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 and ctypes.get_errno() != EINVAL:
+        check(-1, "clear the ambient capabilities")
+    cap_header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this thread
+    cap_data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable; twice
+    check(libc.capget(cap_header, cap_data), "capget")
+    cap_data[2] = cap_data[5] = 0
+    check(libc.capset(cap_header, cap_data), "capset")
+    NO_NEW_PRIVS = tuple(ctypes.c_ulong(v) for v in (PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+    SECCOMP = None
+    if seccomp_filter:
+
+        class SockFprog(ctypes.Structure):
+            _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+        seccomp_records = ctypes.create_string_buffer(seccomp_filter, len(seccomp_filter))
+        seccomp_prog = SockFprog(len(seccomp_filter) // 8, ctypes.addressof(seccomp_records))
+        SECCOMP = (ctypes.c_ulong(PR_SET_SECCOMP), ctypes.c_ulong(SECCOMP_MODE_FILTER),
+                   ctypes.c_void_p(ctypes.addressof(seccomp_prog)), ctypes.c_ulong(0), ctypes.c_ulong(0))
     # The server runs on one CPU (its slot's among those allowed): its
     # forks, and the faults that each fork brings on the pages it writes
     # next, then flush that CPU's TLB alone. A run's program takes back the

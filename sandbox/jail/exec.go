@@ -258,6 +258,10 @@ type Runner struct {
 	// Starter, if set, may start a Spec marked Forkable instead of an
 	// exec (the Python fork server).
 	Starter Starter
+	// Filter is the seccomp filter (sock_filter records) every contained
+	// step's program starts under, with no capability and no_new_privs;
+	// nil: those alone (--seccomp=off).
+	Filter []byte
 
 	StarveGrants atomic.Int64 // times a step was given back its wait (starve.go)
 	StartCosts   StartCosts   // what starters' runs cost (CPU, page faults), as they report it
@@ -358,6 +362,7 @@ func (r *Runner) start(s *Spec, uid int, fork bool, grp *cgroup.Run, stdin, stdo
 			sc.Op(nsinit.OpJoin, fds...)
 		}
 		script := append(sc.Bytes(), r.View.Script(s, uid, argv, r.MaxOutput)...)
+		script = append(script, r.LockdownOp()...)
 		var err error
 		if cmd, report, err = r.InitCommand(script, attr, join...); err != nil {
 			return nil, err
@@ -391,6 +396,14 @@ func (r *Runner) start(s *Spec, uid int, fork bool, grp *cgroup.Run, stdin, stdo
 		close(done)
 	}()
 	return p, nil
+}
+
+// LockdownOp is the script record that starts a contained step's program
+// locked down: no capability, no_new_privs, the Runner's filter.
+func (r *Runner) LockdownOp() []byte {
+	var sc nsinit.Script
+	sc.Op(nsinit.OpLockdown, string(r.Filter))
+	return sc.Bytes()
 }
 
 // group is a cgroup for one step, bounded for its limits; nil where the

@@ -15,10 +15,15 @@ import (
 
 // Paths inside a contained step's view.
 const (
-	RunDir       = "/sandbox" // the run's own directory: cwd, HOME, TMPDIR
-	BuildDir     = "/build"   // the compiled program (read-only in runs)
-	SizeMB       = 256        // the step's writable space: /sandbox, /tmp, /dev/shm
-	viewRunSpace = "/.run"    // where that space is mounted
+	RunDir   = "/sandbox" // the run's own directory: cwd, HOME, TMPDIR
+	BuildDir = "/build"   // the compiled program (read-only in runs)
+	SizeMB   = 256        // the step's writable space: /sandbox, /tmp, /dev/shm
+	// Inodes bounds the files, directories and links of that space: one
+	// per page of its size, the ratio of the kernel's default for tmpfs
+	// (of half the memory). Without a bound, empty files cost the host
+	// memory (an inode and a dentry each) while the size stays at 0.
+	Inodes       = SizeMB << 20 / 4096
+	viewRunSpace = "/.run" // where that space is mounted
 )
 
 // Bind is one host path shown inside the view, at the same path unless
@@ -202,7 +207,7 @@ func (v *View) AbsoluteAllowed(p string) string {
 func (v *View) Script(s *Spec, uid int, argv []string, maxFetch int) []byte {
 	var sc nsinit.Script
 	itoa := nsinit.Itoa
-	sc.Op(nsinit.OpTmpfs, v.mount, itoa(SizeMB))
+	sc.Op(nsinit.OpTmpfs, v.mount, itoa(SizeMB), itoa(Inodes))
 	for _, b := range append(v.binds[:len(v.binds):len(v.binds)], s.View.Binds...) {
 		sc.Op(nsinit.OpBind, b.Source, b.Target, itoa(b.Flags))
 	}
@@ -226,7 +231,7 @@ func (v *View) RunSpace(sc *nsinit.Script, s *Spec, uid int) {
 	owner := uid // -1: the init's own user (root of a user namespace)
 	shown := max(owner, 0)
 	sp := viewRunSpace
-	sc.Op(nsinit.OpRunSpace, sp, itoa(SizeMB))
+	sc.Op(nsinit.OpRunSpace, sp, itoa(SizeMB), itoa(Inodes))
 	sc.Op(nsinit.OpMkdir, sp+"/tmp", itoa(0o1777), "-1", "-1")
 	sc.Op(nsinit.OpMkdir, sp+"/shm", itoa(0o1777), "-1", "-1")
 	sc.Op(nsinit.OpFile, sp+"/passwd", itoa(0o644), "-1", "-1",

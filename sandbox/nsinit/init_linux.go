@@ -57,6 +57,8 @@ func run() int {
 		files            = []uintptr{0, 1, 2}
 		ctl, proc        = -1, -1
 		serving          = false
+		lockdown         = false
+		filter           string
 	)
 	for _, op := range ops {
 		serving = serving || op.Op == OpServe
@@ -67,10 +69,10 @@ func run() int {
 		switch op.Op {
 		case OpTmpfs:
 			root = a[0]
-			err = syscall.Mount("tmpfs", root, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "size="+a[1]+"m,mode=0755")
+			err = syscall.Mount("tmpfs", root, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, tmpfsOptions(a))
 		case OpRunSpace:
 			if err = mkdirAll(root+a[0], 0o755, -1, -1); err == nil {
-				err = syscall.Mount("tmpfs", root+a[0], "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "size="+a[1]+"m,mode=0755")
+				err = syscall.Mount("tmpfs", root+a[0], "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, tmpfsOptions(a))
 			}
 		case OpBind:
 			flags, _ := Atoi(a[2])
@@ -127,6 +129,12 @@ func run() int {
 				}
 				syscall.Close(fd)
 			}
+		case OpLockdown:
+			if serving || len(a) != 1 {
+				err = syscall.EINVAL // a server's programs lock themselves down
+				break
+			}
+			lockdown, filter = true, a[0]
 		case OpServe:
 			var ok bool
 			if ctl, ok = Atoi(a[0]); !ok || ctl < 3 {
@@ -171,6 +179,15 @@ func run() int {
 			return fail(ReportError, "the fork server's socket", err)
 		}
 		attr.Files = append(attr.Files, uintptr(srv.theirs))
+	}
+	if lockdown {
+		// On this thread, which starts the program (package
+		// initialisation runs locked to the main thread): the program
+		// inherits it all. This process is bound by the filter too from
+		// here on; it only waits and reads back.
+		if err := lockDown(filter); err != nil {
+			return fail(ReportError, "lock the program down", err)
+		}
 	}
 	var started Script
 	started.Op(ReportStarted)
@@ -229,6 +246,16 @@ func run() int {
 		return 112
 	}
 	return 0
+}
+
+// tmpfsOptions are a tmpfs's mount options: its size and, where the
+// script gives one, its bound on inodes (files, directories, links).
+func tmpfsOptions(a []string) string {
+	o := "size=" + a[1] + "m,mode=0755"
+	if len(a) > 2 {
+		o += ",nr_inodes=" + a[2]
+	}
+	return o
 }
 
 // loopbackUp sets the flags of the namespace's "lo" to up and running.

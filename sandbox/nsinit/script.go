@@ -24,7 +24,7 @@ const (
 
 // Script operations. Each is one byte, an argument count and the arguments.
 const (
-	OpTmpfs    = 't' // path, size in MiB: the root of the view
+	OpTmpfs    = 't' // path, size in MiB, inodes: the root of the view
 	OpBind     = 'b' // source, target, flags (BindWritable, BindDevice, BindFile)
 	OpMkdir    = 'd' // path, mode, uid, gid
 	OpFile     = 'f' // path, mode, uid, gid, content
@@ -35,9 +35,14 @@ const (
 	OpEnv      = 'e' // the program's environment, one argument each
 	OpFetch    = 'g' // max bytes, then paths to read back after the run
 	OpKeepFds  = 'k' // fds of the init handed to the program as its fds 3, 4, ...
-	OpRunSpace = 's' // path, size in MiB: a tmpfs inside the view
+	OpRunSpace = 's' // path, size in MiB, inodes: a tmpfs inside the view
 	OpJoin     = 'j' // fds of cgroup.procs files: the init joins each group (its program then starts inside)
 	OpServe    = 'v' // fd of the fork server's control socket: the init manages the server's runs (see serve)
+	// OpLockdown: the program starts with no capability it could ever
+	// gain, no_new_privs, and the seccomp filter given (sock_filter
+	// records; "" for none). Not for a serving init, whose server
+	// installs it in each of its programs.
+	OpLockdown = 'z'
 )
 
 // Bind flags.

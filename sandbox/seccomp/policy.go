@@ -3,15 +3,16 @@
 package seccomp
 
 import (
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 
 	bpfseccomp "github.com/elastic/go-seccomp-bpf"
 	"github.com/elastic/go-seccomp-bpf/arch"
@@ -105,41 +106,6 @@ func (k Kernel) atLeast(v *docker.KernelVersion) bool {
 	return k.Major > v.Kernel || k.Major == v.Kernel && k.Minor >= v.Major
 }
 
-// Rule is one entry of the filter, as an audit reads it: calls, what
-// happens to them, and on which arguments.
-type Rule struct {
-	Names  []string
-	Action string // "allow", "EPERM", "ENOSYS"
-	Args   string // "" for every call; else the condition, as text
-	Source string // "verl-score" or "docker"
-}
-
-// Filter is the assembled filter for one architecture.
-type Filter struct {
-	Arch    string // GOARCH
-	Program []byte // sock_filter records, 8 bytes each, in native byte order
-	Rules   []Rule
-	Allowed int      // calls allowed, with or without a condition on arguments
-	Skipped []string // names of the profile that this architecture has no call for
-	Source  string   // the profile's module and version, for doctor and provenance
-}
-
-// Instructions is the program's length in BPF instructions.
-func (f *Filter) Instructions() int { return len(f.Program) / 8 }
-
-// Digest is the program's SHA-256, which names the filter in provenance.
-func (f *Filter) Digest() string {
-	sum := sha256.Sum256(f.Program)
-	return hex.EncodeToString(sum[:])
-}
-
-// Summary is one line for doctor and a run's provenance.
-func (f *Filter) Summary() string {
-	return fmt.Sprintf("%s for a process without capabilities, and %d refusals of verl-score's; %s, %d calls allowed, "+
-		"every other call EPERM, x32 and 32-bit calls refused; %d BPF instructions, sha256 %s",
-		f.Source, len(Denials), Arches[f.Arch].Name, f.Allowed, f.Instructions(), f.Digest()[:16])
-}
-
 // Build assembles the filter for goarch on a kernel of version k (the
 // profile's rules for later kernels are left out, as Docker does).
 func Build(goarch string, k Kernel) (*Filter, error) {
@@ -158,7 +124,7 @@ func Build(goarch string, k Kernel) (*Filter, error) {
 			table[alias] = nr
 		}
 	}
-	f := &Filter{Arch: goarch, Source: profileSource()}
+	f := &Filter{Arch: goarch, ArchName: info.Name, Source: profileSource(), Refusals: len(Denials)}
 	known := func(names []string) []string {
 		var out []string
 		for _, n := range names {
@@ -574,4 +540,51 @@ func profileSource() string {
 		}
 	}
 	return "Docker's default profile (" + mod + ")"
+}
+
+var host struct {
+	once sync.Once
+	f    *Filter
+	err  error
+}
+
+// Host is the filter for this machine's architecture and kernel, built
+// once. It fails where the architecture has no filter or the kernel no
+// seccomp.
+func Host() (*Filter, error) {
+	host.once.Do(func() {
+		if err := Supported(); err != nil {
+			host.err = err
+			return
+		}
+		var u syscall.Utsname
+		if err := syscall.Uname(&u); err != nil {
+			host.err = fmt.Errorf("uname: %w", err)
+			return
+		}
+		var rel []byte
+		for _, c := range u.Release {
+			if c == 0 {
+				break
+			}
+			rel = append(rel, byte(c))
+		}
+		k, err := ParseKernel(string(rel))
+		if err != nil {
+			host.err = err
+			return
+		}
+		host.f, host.err = Build(runtime.GOARCH, k)
+	})
+	return host.f, host.err
+}
+
+// Supported says whether the kernel filters system calls (PR_GET_SECCOMP
+// fails with EINVAL where it was built without seccomp).
+func Supported() error {
+	const prGetSeccomp = 21
+	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prGetSeccomp, 0, 0); e == syscall.EINVAL {
+		return errors.New("this kernel has no seccomp filters (CONFIG_SECCOMP_FILTER)")
+	}
+	return nil
 }
