@@ -37,6 +37,9 @@ type Filter struct {
 	Allowed  int      // calls allowed, with or without a condition on arguments
 	Skipped  []string // names of the profile that this architecture has no call for
 	Source   string   // the profile's module and version, for doctor and provenance
+	// decide is what the rules give a call, evaluated here rather than by
+	// the program (the tests hold the two together).
+	decide func(nr uint32, args [6]uint64) uint32
 }
 
 // Instructions is the program's length in BPF instructions.

@@ -270,3 +270,29 @@ func TestParseKernel(t *testing.T) {
 		t.Errorf("ptrace on 4.4: got %#x, want EPERM", got)
 	}
 }
+
+// TestFilterIsItsRules: for every call number of both architectures (and
+// some past them), with arguments that meet and miss each condition of the
+// profile, the program answers what its rules, evaluated in Go, give.
+func TestFilterIsItsRules(t *testing.T) {
+	argSets := [][6]uint64{{}, {1}, {2}, {3}, {10}, {16}, {38}, {40}, {0xffffffff}, {0x20008}, {0x3d0f00}, {0x10000000},
+		{0x11 | 0x20000}, {1 << 32}, {^uint64(0)}, {0x80}}
+	for goarch, info := range Arches {
+		f := build(t, goarch)
+		checked := 0
+		for nr := uint32(0); nr < 600; nr++ {
+			for _, args := range argSets {
+				want := f.decide(nr, args)
+				if got := eval(t, f, uint32(info.ID), nr, args[:]...); got != want {
+					t.Fatalf("%s: call %d (%s) with %#x: the program gives %#x, its rules %#x", goarch, nr,
+						info.SyscallNumbers[int(nr)], args[0], got, want)
+				}
+				checked++
+			}
+		}
+		if got := eval(t, f, uint32(info.ID), 0x3fffffff); got != eperm {
+			t.Errorf("%s: the last call number below x32's: got %#x, want EPERM", goarch, got)
+		}
+		t.Logf("%s: %d calls and arguments agree", goarch, checked)
+	}
+}
