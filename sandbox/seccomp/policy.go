@@ -433,14 +433,51 @@ func searchTree(ivs []interval) ([]bpf.Instruction, error) {
 // whose conditions all hold returning its action, then the fallback.
 func leaf(d *decision) ([]bpf.Instruction, error) {
 	var block []bpf.Instruction
-	for _, alt := range d.alts {
-		insts, err := alternativeBlock(alt)
+	for i := 0; i < len(d.alts); {
+		if n := valueRun(d.alts[i:]); n > 1 {
+			block = append(block, valueSet(d.alts[i:i+n])...)
+			i += n
+			continue
+		}
+		insts, err := alternativeBlock(d.alts[i])
 		if err != nil {
 			return nil, err
 		}
 		block = append(block, insts...)
+		i++
 	}
 	return append(block, bpf.RetConstant{Val: uint32(d.fallback)}), nil
+}
+
+// valueRun is how many alternatives from the first are each one argument
+// (the same one) equal to a value below 2^32, with one action: socket's
+// address families, personality's personas.
+func valueRun(alts []alternative) int {
+	n := 0
+	for _, a := range alts {
+		if len(a.conds) != 1 || a.conds[0].Operation != bpfseccomp.Equal || a.conds[0].Value>>32 != 0 ||
+			a.conds[0].Argument != alts[0].conds[0].Argument || a.action != alts[0].action || n == 200 {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// valueSet tests a run of valueRun's alternatives at once: the high word
+// once, then the low one against each value, one return for all.
+func valueSet(alts []alternative) []bpf.Instruction {
+	arg := alts[0].conds[0].Argument
+	n := len(alts)
+	insts := []bpf.Instruction{
+		bpf.LoadAbsolute{Off: argOff(arg) + 4, Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0, SkipFalse: uint8(n + 3)}, // past the return
+		bpf.LoadAbsolute{Off: argOff(arg), Size: 4},
+	}
+	for i, a := range alts {
+		insts = append(insts, bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(a.conds[0].Value), SkipTrue: uint8(n - i)})
+	}
+	return append(insts, bpf.Jump{Skip: 1}, bpf.RetConstant{Val: uint32(alts[0].action)})
 }
 
 // alternativeBlock tests one alternative's conditions on the arguments

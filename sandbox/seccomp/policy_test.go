@@ -275,7 +275,7 @@ func TestParseKernel(t *testing.T) {
 // some past them), with arguments that meet and miss each condition of the
 // profile, the program answers what its rules, evaluated in Go, give.
 func TestFilterIsItsRules(t *testing.T) {
-	argSets := [][6]uint64{{}, {1}, {2}, {3}, {10}, {16}, {38}, {40}, {0xffffffff}, {0x20008}, {0x3d0f00}, {0x10000000},
+	argSets := [][6]uint64{{}, {1}, {2}, {3}, {7}, {10}, {16}, {17}, {38}, {40}, {44}, {45}, {0x20000}, {8}, {0xffffffff}, {0x20008}, {0x3d0f00}, {0x10000000},
 		{0x11 | 0x20000}, {1 << 32}, {^uint64(0)}, {0x80}}
 	for goarch, info := range Arches {
 		f := build(t, goarch)
