@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"runtime"
@@ -229,5 +230,25 @@ except OSError as e:
 	}
 	if n > jail.Inodes || n < jail.Inodes-64 {
 		t.Errorf("%d files before ENOSPC, want a little under the bound of %d", n, jail.Inodes)
+	}
+}
+
+// TestSeccompOff: --seccomp=off says so as the sandbox starts, and its
+// programs run without the filter, still with no capability and
+// no_new_privs.
+func TestSeccompOff(t *testing.T) {
+	var warn bytes.Buffer
+	l := newLocal(t, Options{NoSeccomp: true, Warn: &warn})
+	needContained(t, l)
+	if !strings.Contains(warn.String(), "WARNING: --seccomp=off") {
+		t.Errorf("no warning; the sandbox said %q", warn.String())
+	}
+	code := "f = dict(l.split(':', 1) for l in open('/proc/self/status'))\nprint(f['NoNewPrivs'].strip(), f['Seccomp'].strip(), f['CapBnd'].strip())\n"
+	resp := runCode(t, l, "python", code, 10, 1024)
+	if got, want := resp.RunResult.Stdout, "1 0 0000000000000000\n"; got != want {
+		t.Errorf("got %q, want %q; %s", got, want, respText(resp, nil))
+	}
+	if s := l.IsolationSummary(); !strings.Contains(s, "seccomp off") {
+		t.Errorf("the sandbox describes itself as %q", s)
 	}
 }

@@ -518,11 +518,10 @@ def _server():
             run = build_space(ops)
             if run["proc"] is not None:
                 mount(b"proc", run["proc"], b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
-            # The rest of the set-up and the program run under no_new_privs
-            # and the filter; the capabilities went in the server.
-            check(libc.prctl(*NO_NEW_PRIVS), "set no_new_privs")
-            if SECCOMP is not None:
-                check(libc.prctl(*SECCOMP), "install the seccomp filter")
+            # The rest of the set-up and the program run under the filter
+            # (the capabilities and no_new_privs were the server's).
+            if SECCOMP_ARGS is not None:
+                fast_check(syscall(*SECCOMP_ARGS), "install the seccomp filter")
         except Exception as e:
             write_all(rep, record("E", str(e).encode()))
             os._exit(111)
@@ -558,8 +557,9 @@ def _server():
     # set (what an exec could grant) and the ambient and inheritable sets
     # go here, once; the server keeps its own effective set, which each
     # program's set-up needs, and a program loses that as it takes its
-    # user. Each program then sets no_new_privs and installs the filter
-    # (NO_NEW_PRIVS, SECCOMP) before anything of the run's is run.
+    # user. no_new_privs too: it changes only what an exec may gain, and
+    # the server never execs. Each program installs the filter
+    # (SECCOMP_ARGS) before anything of the run's is run.
     cap = 0
     while libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0:
         cap += 1
@@ -572,8 +572,8 @@ def _server():
     check(libc.capget(cap_header, cap_data), "capget")
     cap_data[2] = cap_data[5] = 0
     check(libc.capset(cap_header, cap_data), "capset")
-    NO_NEW_PRIVS = tuple(ctypes.c_ulong(v) for v in (PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
-    SECCOMP = None
+    check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "set no_new_privs")
+    seccomp_prog = None
     if seccomp_filter:
 
         class SockFprog(ctypes.Structure):
@@ -581,8 +581,6 @@ def _server():
 
         seccomp_records = ctypes.create_string_buffer(seccomp_filter, len(seccomp_filter))
         seccomp_prog = SockFprog(len(seccomp_filter) // 8, ctypes.addressof(seccomp_records))
-        SECCOMP = (ctypes.c_ulong(PR_SET_SECCOMP), ctypes.c_ulong(SECCOMP_MODE_FILTER),
-                   ctypes.c_void_p(ctypes.addressof(seccomp_prog)), ctypes.c_ulong(0), ctypes.c_ulong(0))
     # The server runs on one CPU (its slot's among those allowed): its
     # forks, and the faults that each fork brings on the pages it writes
     # next, then flush that CPU's TLB alone. A run's program takes back the
@@ -595,6 +593,7 @@ def _server():
     fd_size = 4
     CLONE_PARENT, SIGCHLD = 0x8000, 17
     SYS_CLONE = {"x86_64": 56, "aarch64": 220}.get(os.uname().machine)
+    SYS_PRCTL = {"x86_64": 157, "aarch64": 167}.get(os.uname().machine)
     # The calls of a run's start go through a handle that keeps no copy of
     # errno (ctypes' copy costs page copies after each fork); a failure
     # reads errno itself.
@@ -612,6 +611,13 @@ def _server():
     syscall = fast.syscall
     syscall.restype = ctypes.c_long
     CLONE_ARGS = tuple(ctypes.c_long(v) for v in (SYS_CLONE or 0, CLONE_PARENT | SIGCHLD, 0, 0, 0, 0))
+    # prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) through the same
+    # handle, its arguments made beside the clone's (whose pages every
+    # program has copied already by the time it installs the filter).
+    SECCOMP_ARGS = None
+    if seccomp_prog is not None:
+        SECCOMP_ARGS = tuple(ctypes.c_long(v) for v in (SYS_PRCTL or 0, PR_SET_SECCOMP, SECCOMP_MODE_FILTER,
+                                                        ctypes.addressof(seccomp_prog), 0, 0))
     before_fork, after_fork_parent, after_fork_child = (
         ctypes.pythonapi.PyOS_BeforeFork, ctypes.pythonapi.PyOS_AfterFork_Parent, ctypes.pythonapi.PyOS_AfterFork_Child)
     for f in (before_fork, after_fork_parent, after_fork_child):
