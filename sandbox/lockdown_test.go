@@ -66,16 +66,23 @@ func callNumber(t *testing.T, name string) uint64 {
 	return uint64(n)
 }
 
+// callArgs are a probe's call number and its arguments, each written in
+// format.
+func callArgs(t *testing.T, p probe, format string) []string {
+	args := []string{fmt.Sprint(callNumber(t, p.name))}
+	for _, a := range p.args {
+		args = append(args, fmt.Sprintf(format, a))
+	}
+	return args
+}
+
 const statusFields = `"NoNewPrivs", "Seccomp", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"`
 
 func pythonProbe(t *testing.T) string {
 	var b strings.Builder
 	b.WriteString("import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nlibc.syscall.restype = ctypes.c_long\n")
 	for _, p := range lockdownProbes {
-		args := []string{fmt.Sprint(callNumber(t, p.name))}
-		for _, a := range p.args {
-			args = append(args, fmt.Sprintf("ctypes.c_ulong(%d)", a))
-		}
+		args := callArgs(t, p, "ctypes.c_ulong(%d)")
 		fmt.Fprintf(&b, "r = libc.syscall(%s)\nprint(%q, 0 if r >= 0 else ctypes.get_errno())\n", strings.Join(args, ", "), p.name)
 	}
 	b.WriteString("fields = dict(l.split(':', 1) for l in open('/proc/self/status'))\n")
@@ -88,10 +95,7 @@ func cppProbe(t *testing.T) string {
 	b.WriteString("#include <cerrno>\n#include <cstdio>\n#include <fstream>\n#include <iostream>\n#include <map>\n#include <string>\n" +
 		"#include <unistd.h>\n#include <sys/syscall.h>\nint main() {\n  long r;\n")
 	for _, p := range lockdownProbes {
-		args := []string{fmt.Sprint(callNumber(t, p.name))}
-		for _, a := range p.args {
-			args = append(args, fmt.Sprintf("%dUL", a))
-		}
+		args := callArgs(t, p, "%dUL")
 		fmt.Fprintf(&b, "  errno = 0; r = syscall(%s); std::cout << %q << ' ' << (r >= 0 ? 0 : errno) << '\\n';\n",
 			strings.Join(args, ", "), p.name)
 	}
@@ -108,10 +112,7 @@ func goProbe(t *testing.T) string {
 	var b strings.Builder
 	b.WriteString("package main\n\nimport (\n\t\"fmt\"\n\t\"os\"\n\t\"strings\"\n\t\"syscall\"\n)\n\nfunc main() {\n")
 	for _, p := range lockdownProbes {
-		args := []string{fmt.Sprint(callNumber(t, p.name))}
-		for _, a := range p.args {
-			args = append(args, fmt.Sprintf("%d", a))
-		}
+		args := callArgs(t, p, "%d")
 		for len(args) < 7 {
 			args = append(args, "0")
 		}

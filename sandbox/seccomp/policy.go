@@ -500,21 +500,22 @@ func alternativeBlock(alt alternative) ([]bpf.Instruction, error) {
 		ldHi := bpf.LoadAbsolute{Off: argOff(cond.Argument) + 4, Size: 4}
 		ldLo := bpf.LoadAbsolute{Off: argOff(cond.Argument), Size: 4}
 		switch cond.Operation {
-		case bpfseccomp.Equal:
+		case bpfseccomp.Equal, bpfseccomp.BitsNotSet:
+			// Each word must pass: equal to the value's, or sharing no
+			// bit with the mask's.
+			test, onTrue := bpf.JumpEqual, false
+			if cond.Operation == bpfseccomp.BitsNotSet {
+				test, onTrue = bpf.JumpBitsSet, true
+			}
 			insts = append(insts, ldHi)
-			failIf(bpf.JumpIf{Cond: bpf.JumpEqual, Val: hi}, false)
+			failIf(bpf.JumpIf{Cond: test, Val: hi}, onTrue)
 			insts = append(insts, ldLo)
-			failIf(bpf.JumpIf{Cond: bpf.JumpEqual, Val: lo}, false)
+			failIf(bpf.JumpIf{Cond: test, Val: lo}, onTrue)
 		case bpfseccomp.LessThan:
 			insts = append(insts, ldHi)
 			failIf(bpf.JumpIf{Cond: bpf.JumpGreaterThan, Val: hi}, true)
 			insts = append(insts, bpf.JumpIf{Cond: bpf.JumpEqual, Val: hi, SkipFalse: 2}, ldLo) // high word below: holds
 			failIf(bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: lo}, true)
-		case bpfseccomp.BitsNotSet:
-			insts = append(insts, ldHi)
-			failIf(bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: hi}, true)
-			insts = append(insts, ldLo)
-			failIf(bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: lo}, true)
 		case bpfseccomp.BitsSet:
 			insts = append(insts, ldHi, bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: hi, SkipTrue: 2}, ldLo) // a high bit: holds
 			failIf(bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: lo}, false)
@@ -606,39 +607,28 @@ func defaultAction(p *specs.LinuxSeccomp) (bpfseccomp.Action, error) {
 	return bpfseccomp.Action(retErrno | e), nil
 }
 
-// conditions are a rule's argument checks, all of which must hold.
+// conditions are a rule's argument checks, all of which must hold. The
+// filter builds the operators Docker's profile uses: ==, < and a masked
+// test for zero.
 func conditions(args []specs.LinuxSeccompArg) (bpfseccomp.ArgumentConditions, string, error) {
 	var out bpfseccomp.ArgumentConditions
 	var text []string
 	for _, a := range args {
 		c := bpfseccomp.Condition{Argument: uint32(a.Index), Value: a.Value}
-		var op string
-		switch a.Op {
-		case specs.OpEqualTo:
-			c.Operation, op = bpfseccomp.Equal, "=="
-		case specs.OpNotEqual:
-			c.Operation, op = bpfseccomp.NotEqual, "!="
-		case specs.OpLessThan:
-			c.Operation, op = bpfseccomp.LessThan, "<"
-		case specs.OpLessEqual:
-			c.Operation, op = bpfseccomp.LessOrEqual, "<="
-		case specs.OpGreaterThan:
-			c.Operation, op = bpfseccomp.GreaterThan, ">"
-		case specs.OpGreaterEqual:
-			c.Operation, op = bpfseccomp.GreaterOrEqual, ">="
-		case specs.OpMaskedEqual:
-			if a.ValueTwo != 0 {
-				return nil, "", fmt.Errorf("arg%d & %#x == %#x cannot be expressed", a.Index, a.Value, a.ValueTwo)
-			}
+		switch {
+		case a.Op == specs.OpEqualTo:
+			c.Operation = bpfseccomp.Equal
+			text = append(text, fmt.Sprintf("arg%d == %#x", a.Index, a.Value))
+		case a.Op == specs.OpLessThan:
+			c.Operation = bpfseccomp.LessThan
+			text = append(text, fmt.Sprintf("arg%d < %#x", a.Index, a.Value))
+		case a.Op == specs.OpMaskedEqual && a.ValueTwo == 0:
 			c.Operation = bpfseccomp.BitsNotSet
 			text = append(text, fmt.Sprintf("arg%d & %#x == 0", a.Index, a.Value))
-			out = append(out, c)
-			continue
 		default:
-			return nil, "", fmt.Errorf("operator %s", a.Op)
+			return nil, "", fmt.Errorf("arg%d %s %#x (%#x) is not a condition this filter builds", a.Index, a.Op, a.Value, a.ValueTwo)
 		}
 		out = append(out, c)
-		text = append(text, fmt.Sprintf("arg%d %s %#x", a.Index, op, a.Value))
 	}
 	return out, strings.Join(text, " && "), nil
 }
