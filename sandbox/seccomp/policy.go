@@ -113,182 +113,136 @@ func Build(goarch string, k Kernel) (*Filter, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: %s (x86-64 and aarch64 have one)", ErrUnsupportedArch, goarch)
 	}
+	b := &builder{f: &Filter{Arch: goarch, ArchName: info.Name, Source: profileSource(), Refusals: len(Denials)},
+		table: make(map[string]int, len(info.SyscallNames)), allowed: map[string]bool{}}
 	// The builder's table, with the profile's names for calls it names
 	// otherwise.
-	table := make(map[string]int, len(info.SyscallNames))
 	for n, nr := range info.SyscallNames {
-		table[n] = nr
+		b.table[n] = nr
 	}
 	for alias, name := range aliases[goarch] {
 		if nr, ok := info.SyscallNames[name]; ok {
-			table[alias] = nr
+			b.table[alias] = nr
 		}
 	}
-	f := &Filter{Arch: goarch, ArchName: info.Name, Source: profileSource(), Refusals: len(Denials)}
-	known := func(names []string) []string {
-		var out []string
-		for _, n := range names {
-			if _, ok := table[n]; ok {
-				out = append(out, n)
-			} else if !slices.Contains(f.Skipped, n) {
-				f.Skipped = append(f.Skipped, n)
-			}
-		}
-		return out
-	}
-
-	call := func(n string, conds ...bpfseccomp.ArgumentConditions) bpfseccomp.SyscallWithConditions {
-		return bpfseccomp.SyscallWithConditions{Num: uint32(table[n]), Conditions: conds}
-	}
-	var groups []group
-	for _, d := range Denials {
-		names := known(d.Names)
-		if len(names) == 0 {
-			continue
-		}
-		g := group{action: bpfseccomp.Action(retErrno | uint32(d.Errno))}
-		rule := Rule{Names: names, Action: errnoName(d.Errno), Source: "verl-score"}
-		for _, n := range names {
-			if d.CloneNewFlags {
-				g.calls = append(g.calls, call(n, bpfseccomp.ArgumentConditions{{Argument: 0, Operation: bpfseccomp.BitsSet, Value: CloneNewFlags}}))
-			} else {
-				g.calls = append(g.calls, call(n))
-			}
-		}
-		if d.CloneNewFlags {
-			rule.Args = fmt.Sprintf("arg0 & %#x != 0", CloneNewFlags)
-		}
-		groups = append(groups, g)
-		f.Rules = append(f.Rules, rule)
-	}
-
 	prof, err := dockerRules(goarch, k)
 	if err != nil {
 		return nil, err
 	}
-	denied := map[string]bool{}
-	for _, d := range Denials {
-		if !d.CloneNewFlags {
-			for _, n := range d.Names {
-				denied[n] = true
-			}
+	def, err := defaultAction(prof)
+	if err != nil {
+		return nil, err
+	}
+	b.denials()
+	if err := b.profile(prof); err != nil {
+		return nil, err
+	}
+	b.f.Allowed = len(b.allowed)
+	ds := decisions(b.groups, def)
+	if b.f.Program, err = assemble(ds, def, info); err != nil {
+		return nil, err
+	}
+	b.f.decide = func(nr uint32, args [6]uint64) uint32 { return ds.eval(nr, args, def) }
+	return b.f, nil
+}
+
+// builder gathers a filter's groups, in the order they are tried.
+type builder struct {
+	f       *Filter
+	table   map[string]int // call numbers by name
+	groups  []group
+	denied  map[string]bool // refused whatever the arguments (Denials)
+	allowed map[string]bool // allowed by some rule of the profile
+}
+
+// known are the names the architecture has a call for; the others are
+// noted as skipped.
+func (b *builder) known(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if _, ok := b.table[n]; ok {
+			out = append(out, n)
+		} else if !slices.Contains(b.f.Skipped, n) {
+			b.f.Skipped = append(b.f.Skipped, n)
 		}
 	}
-	// The profile's unconditional calls go in one group per action; the
-	// rules with conditions on arguments in one per action too, where the
-	// rules of one call are alternatives.
-	plain := map[bpfseccomp.Action]*group{}
-	conditional := map[bpfseccomp.Action]*group{}
-	var plainOrder, condOrder []bpfseccomp.Action
-	allowed := map[string]bool{}
+	return out
+}
+
+// add adds one rule: its calls, its action, the conditions on arguments
+// (nil for none) and how the audit shows them.
+func (b *builder) add(names []string, act bpfseccomp.Action, conds bpfseccomp.ArgumentConditions, args, source string) {
+	g := group{action: act}
+	for _, n := range names {
+		c := bpfseccomp.SyscallWithConditions{Num: uint32(b.table[n])}
+		if conds != nil {
+			c.Conditions = []bpfseccomp.ArgumentConditions{conds}
+		}
+		g.calls = append(g.calls, c)
+	}
+	b.groups = append(b.groups, g)
+	b.f.Rules = append(b.f.Rules, Rule{Names: names, Action: actionName(act), Args: args, Source: source})
+}
+
+// denials adds verl-score's refusals, first.
+func (b *builder) denials() {
+	b.denied = map[string]bool{}
+	for _, d := range Denials {
+		names := b.known(d.Names)
+		if len(names) == 0 {
+			continue
+		}
+		act := bpfseccomp.Action(retErrno | uint32(d.Errno))
+		if d.CloneNewFlags {
+			b.add(names, act, bpfseccomp.ArgumentConditions{{Argument: 0, Operation: bpfseccomp.BitsSet, Value: CloneNewFlags}},
+				fmt.Sprintf("arg0 & %#x != 0", CloneNewFlags), "verl-score")
+			continue
+		}
+		b.add(names, act, nil, "", "verl-score")
+		for _, n := range names {
+			b.denied[n] = true
+		}
+	}
+}
+
+// profile adds the profile's rules, in its order, without the calls the
+// refusals took whole.
+func (b *builder) profile(prof *specs.LinuxSeccomp) error {
 	for _, r := range prof.Syscalls {
 		act, err := action(r)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		var names []string
-		for _, n := range known(r.Names) {
-			if !denied[n] {
+		for _, n := range b.known(r.Names) {
+			if !b.denied[n] {
 				names = append(names, n)
 			}
 		}
 		if len(names) == 0 {
 			continue
 		}
-		rule := Rule{Names: names, Action: actionName(act), Source: "docker"}
-		groupsOf, order := plain, &plainOrder
 		var conds bpfseccomp.ArgumentConditions
+		var text string
 		if len(r.Args) > 0 {
-			if conds, rule.Args, err = conditions(r.Args); err != nil {
-				return nil, fmt.Errorf("docker profile, %v: %w", r.Names, err)
-			}
-			groupsOf, order = conditional, &condOrder
-		}
-		g := groupsOf[act]
-		if g == nil {
-			g = &group{action: act}
-			groupsOf[act] = g
-			*order = append(*order, act)
-		}
-		for _, n := range names {
-			if conds == nil {
-				g.add(call(n))
-			} else {
-				g.add(call(n, conds))
-			}
-			if act == bpfseccomp.ActionAllow {
-				allowed[n] = true
+			if conds, text, err = conditions(r.Args); err != nil {
+				return fmt.Errorf("docker profile, %v: %w", r.Names, err)
 			}
 		}
-		f.Rules = append(f.Rules, rule)
-	}
-	for _, act := range plainOrder {
-		groups = append(groups, *plain[act])
-	}
-	for _, act := range condOrder {
-		groups = append(groups, *conditional[act])
-	}
-	f.Allowed = len(allowed)
-
-	def, err := defaultAction(prof)
-	if err != nil {
-		return nil, err
-	}
-	ds := decisions(groups, def)
-	if f.Program, err = assemble(ds, def, info); err != nil {
-		return nil, err
-	}
-	f.decide = func(nr uint32, args [6]uint64) uint32 {
-		d := ds[nr]
-		if d == nil {
-			return uint32(def)
-		}
-	alts:
-		for _, alt := range d.alts {
-			for _, c := range alt.conds {
-				a := args[c.Argument]
-				var ok bool
-				switch c.Operation {
-				case bpfseccomp.Equal:
-					ok = a == c.Value
-				case bpfseccomp.LessThan:
-					ok = a < c.Value
-				case bpfseccomp.BitsNotSet:
-					ok = a&c.Value == 0
-				case bpfseccomp.BitsSet:
-					ok = a&c.Value != 0
-				}
-				if !ok {
-					continue alts
-				}
+		b.add(names, act, conds, text, "docker")
+		if act == bpfseccomp.ActionAllow {
+			for _, n := range names {
+				b.allowed[n] = true
 			}
-			return uint32(alt.action)
 		}
-		return uint32(d.fallback)
 	}
-	return f, nil
+	return nil
 }
 
 // group is calls that share an action.
 type group struct {
 	calls  []bpfseccomp.SyscallWithConditions
 	action bpfseccomp.Action
-}
-
-// add adds a call, or, for one already there with conditions, the
-// alternative conditions of another rule.
-func (g *group) add(c bpfseccomp.SyscallWithConditions) {
-	for i := range g.calls {
-		if g.calls[i].Num == c.Num {
-			if len(g.calls[i].Conditions) > 0 && len(c.Conditions) > 0 {
-				g.calls[i].Conditions = append(g.calls[i].Conditions, c.Conditions...)
-			} else {
-				g.calls[i].Conditions = nil // unconditional wins
-			}
-			return
-		}
-	}
-	g.calls = append(g.calls, c)
 }
 
 // decision is what the filter does with one call number: the
@@ -306,8 +260,8 @@ type alternative struct {
 
 // decisions resolves the groups, in order, first match winning, into
 // what each call number gets; a number no group names gets def.
-func decisions(groups []group, def bpfseccomp.Action) map[uint32]*decision {
-	out := map[uint32]*decision{}
+func decisions(groups []group, def bpfseccomp.Action) decisionTable {
+	out := decisionTable{}
 	final := map[uint32]bool{} // an unconditional rule decided it
 	for _, g := range groups {
 		for _, c := range g.calls {
@@ -331,6 +285,40 @@ func decisions(groups []group, def bpfseccomp.Action) map[uint32]*decision {
 	return out
 }
 
+// decisionTable is what each call number named by some rule gets.
+type decisionTable map[uint32]*decision
+
+// eval is what the table gives a call, evaluated here rather than by the
+// program (the tests hold the two together).
+func (ds decisionTable) eval(nr uint32, args [6]uint64, def bpfseccomp.Action) uint32 {
+	d := ds[nr]
+	if d == nil {
+		return uint32(def)
+	}
+alts:
+	for _, alt := range d.alts {
+		for _, c := range alt.conds {
+			a := args[c.Argument]
+			var ok bool
+			switch c.Operation {
+			case bpfseccomp.Equal:
+				ok = a == c.Value
+			case bpfseccomp.LessThan:
+				ok = a < c.Value
+			case bpfseccomp.BitsNotSet:
+				ok = a&c.Value == 0
+			case bpfseccomp.BitsSet:
+				ok = a&c.Value != 0
+			}
+			if !ok {
+				continue alts
+			}
+		}
+		return uint32(alt.action)
+	}
+	return uint32(d.fallback)
+}
+
 // interval is the call numbers from start up to the next interval's
 // start: one action for all, or one number's alternatives.
 type interval struct {
@@ -347,7 +335,7 @@ type interval struct {
 // 0.6 ms here. In front: a call of another architecture (a 32-bit one on
 // a 64-bit kernel) gets the default action; numbers from x32's bit up get
 // ENOSYS on x86-64.
-func assemble(ds map[uint32]*decision, def bpfseccomp.Action, info *arch.Info) ([]byte, error) {
+func assemble(ds decisionTable, def bpfseccomp.Action, info *arch.Info) ([]byte, error) {
 	maxNr := uint32(0)
 	for nr := range ds {
 		maxNr = max(maxNr, nr)
