@@ -48,155 +48,194 @@ func run() int {
 	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
 		return fail(ReportError, "make mounts private", err)
 	}
-	var (
-		root             string
-		argv, env, fetch []string
-		dir              string
-		uid, gid         = -1, -1
-		maxFetch         int
-		files            = []uintptr{0, 1, 2}
-		ctl, proc        = -1, -1
-		serving          = false
-		lockdown         = false
-		filter           string
-	)
+	st := &step{uid: -1, gid: -1, files: []uintptr{0, 1, 2}, ctl: -1, proc: -1}
 	for _, op := range ops {
-		serving = serving || op.Op == OpServe
+		st.serving = st.serving || op.Op == OpServe
 	}
 	for _, op := range ops {
-		a := op.Args
-		var err error
-		switch op.Op {
-		case OpTmpfs:
-			root = a[0]
-			err = syscall.Mount("tmpfs", root, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, tmpfsOptions(a))
-		case OpRunSpace:
-			if err = mkdirAll(root+a[0], 0o755, -1, -1); err == nil {
-				err = syscall.Mount("tmpfs", root+a[0], "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, tmpfsOptions(a))
-			}
-		case OpBind:
-			flags, _ := Atoi(a[2])
-			src := a[0]
-			if flags&BindInView != 0 {
-				src = root + src
-			}
-			err = bind(src, root+a[1], flags)
-		case OpMkdir:
-			mode, _ := Atoi(a[1])
-			u, _ := Atoi(a[2])
-			g, _ := Atoi(a[3])
-			err = mkdirAll(root+a[0], uint32(mode), u, g)
-		case OpFile:
-			mode, _ := Atoi(a[1])
-			u, _ := Atoi(a[2])
-			g, _ := Atoi(a[3])
-			err = writeFile(root+a[0], uint32(mode), u, g, a[4])
-		case OpSymlink:
-			if err = mkdirAll(parent(root+a[1]), 0o755, -1, -1); err == nil {
-				err = syscall.Symlink(a[0], root+a[1])
-			}
-		case OpProc:
-			if err = mkdirAll(root+a[0], 0o555, -1, -1); err == nil {
-				err = syscall.Mount("proc", root+a[0], "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, "")
-			}
-			if err == nil && serving && proc < 0 {
-				// A serving init reads its runs' network namespaces
-				// through it after the server has unmounted it.
-				proc, err = syscall.Open(root+a[0], oPath|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
-			}
-		case OpPivot:
-			err = pivot(root)
-			root = ""
-		case OpExec:
-			dir = a[0]
-			uid, _ = Atoi(a[1])
-			gid, _ = Atoi(a[2])
-			argv = a[3:]
-		case OpEnv:
-			env = a
-		case OpFetch:
-			maxFetch, _ = Atoi(a[0])
-			fetch = a[1:]
-		case OpJoin:
-			for _, f := range a {
-				fd, ok := Atoi(f)
-				if !ok {
-					err = syscall.EINVAL
-					break
-				}
-				if err = writeAll(fd, []byte("0")); err != nil {
-					break
-				}
-				syscall.Close(fd)
-			}
-		case OpLockdown:
-			if serving || len(a) != 1 {
-				err = syscall.EINVAL // a server's programs lock themselves down
-				break
-			}
-			lockdown, filter = true, a[0]
-		case OpServe:
-			var ok bool
-			if ctl, ok = Atoi(a[0]); !ok || ctl < 3 {
-				err = syscall.EINVAL
-			}
-		case OpKeepFds:
-			for _, f := range a {
-				if fd, ok := Atoi(f); ok && fd > 2 {
-					files = append(files, uintptr(fd))
-				}
-			}
-		default:
+		known, err := st.apply(op)
+		if !known {
 			return fail(ReportError, "unknown operation "+string(op.Op), nil)
 		}
 		if err != nil {
 			return fail(ReportError, describe(op), err)
 		}
 	}
-	if len(argv) == 0 {
+	if len(st.argv) == 0 {
 		return fail(ReportError, "no program to run", nil)
 	}
+	pid, srv, t0, code := st.start()
+	if code != 0 {
+		return code
+	}
+	ws, code := st.wait(pid, srv)
+	if code != 0 {
+		return code
+	}
+	return st.report(ws, monotonic()-t0)
+}
 
-	attr := &syscall.ProcAttr{Dir: dir, Env: env, Files: files,
+// step is what the init's script says: the view as it is built, and the
+// program to start in it.
+type step struct {
+	root             string // the view's root until it is pivoted to
+	argv, env, fetch []string
+	dir              string
+	uid, gid         int // -1: the init's own
+	maxFetch         int
+	files            []uintptr // the program's fds 0, 1, 2, ...
+	ctl, proc        int       // the fork server's control socket and the view's /proc (serving)
+	serving          bool
+	lockdown         bool
+	filter           string
+}
+
+// apply carries out one operation of the script; known is false for an
+// operation this init does not know.
+func (st *step) apply(op Record) (known bool, err error) {
+	a := op.Args
+	root := st.root
+	switch op.Op {
+	case OpTmpfs:
+		st.root = a[0]
+		err = syscall.Mount("tmpfs", st.root, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, tmpfsOptions(a))
+	case OpRunSpace:
+		if err = mkdirAll(root+a[0], 0o755, -1, -1); err == nil {
+			err = syscall.Mount("tmpfs", root+a[0], "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, tmpfsOptions(a))
+		}
+	case OpBind:
+		flags, _ := Atoi(a[2])
+		src := a[0]
+		if flags&BindInView != 0 {
+			src = root + src
+		}
+		err = bind(src, root+a[1], flags)
+	case OpMkdir:
+		mode, _ := Atoi(a[1])
+		u, _ := Atoi(a[2])
+		g, _ := Atoi(a[3])
+		err = mkdirAll(root+a[0], uint32(mode), u, g)
+	case OpFile:
+		mode, _ := Atoi(a[1])
+		u, _ := Atoi(a[2])
+		g, _ := Atoi(a[3])
+		err = writeFile(root+a[0], uint32(mode), u, g, a[4])
+	case OpSymlink:
+		if err = mkdirAll(parent(root+a[1]), 0o755, -1, -1); err == nil {
+			err = syscall.Symlink(a[0], root+a[1])
+		}
+	case OpProc:
+		if err = mkdirAll(root+a[0], 0o555, -1, -1); err == nil {
+			err = syscall.Mount("proc", root+a[0], "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, "")
+		}
+		if err == nil && st.serving && st.proc < 0 {
+			// A serving init reads its runs' network namespaces
+			// through it after the server has unmounted it.
+			st.proc, err = syscall.Open(root+a[0], oPath|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+		}
+	case OpPivot:
+		err = pivot(root)
+		st.root = ""
+	case OpExec:
+		st.dir = a[0]
+		st.uid, _ = Atoi(a[1])
+		st.gid, _ = Atoi(a[2])
+		st.argv = a[3:]
+	case OpEnv:
+		st.env = a
+	case OpFetch:
+		st.maxFetch, _ = Atoi(a[0])
+		st.fetch = a[1:]
+	case OpJoin:
+		err = join(a)
+	case OpServe:
+		var ok bool
+		if st.ctl, ok = Atoi(a[0]); !ok || st.ctl < 3 {
+			err = syscall.EINVAL
+		}
+	case OpLockdown:
+		if st.serving || len(a) != 1 {
+			return true, syscall.EINVAL // a server's programs lock themselves down
+		}
+		st.lockdown, st.filter = true, a[0]
+	case OpKeepFds:
+		for _, f := range a {
+			if fd, ok := Atoi(f); ok && fd > 2 {
+				st.files = append(st.files, uintptr(fd))
+			}
+		}
+	default:
+		return false, nil
+	}
+	return true, err
+}
+
+// join joins the run's cgroups through their cgroup.procs files' fds.
+func join(fds []string) error {
+	for _, f := range fds {
+		fd, ok := Atoi(f)
+		if !ok {
+			return syscall.EINVAL
+		}
+		if err := writeAll(fd, []byte("0")); err != nil {
+			return err
+		}
+		syscall.Close(fd)
+	}
+	return nil
+}
+
+// start starts the program (and, for the fork server, the socket to it),
+// locked down where the script says, and returns its pid, the server
+// end of a serving init, and when it started; code is the init's exit
+// code where it could not.
+func (st *step) start() (pid int, srv *server, t0 int64, code int) {
+	attr := &syscall.ProcAttr{Dir: st.dir, Env: st.env, Files: st.files,
 		Sys: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}}
-	if uid >= 0 {
-		attr.Sys.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}
+	if st.uid >= 0 {
+		attr.Sys.Credential = &syscall.Credential{Uid: uint32(st.uid), Gid: uint32(st.gid), Groups: []uint32{}}
 	}
 	// This process's real user becomes the program's before the program
-	// starts (see below): a program that kills its parent at once must
+	// starts (see wait): a program that kills its parent at once must
 	// find it already its own. The effective user stays root, so the
 	// start below can still take the program's user and groups.
 	// (Before the signal handlers go: Go changes the user on every thread
 	// through a signal of its own.)
-	if uid >= 0 {
-		syscall.Setresuid(uid, -1, -1)
+	if st.uid >= 0 {
+		syscall.Setresuid(st.uid, -1, -1)
 	}
-	var srv *server
-	if ctl >= 0 {
+	if st.ctl >= 0 {
 		// The server's fd 3 is its end of a socket to this process, which
 		// passes it the runs that ctl brings and sees them to their end.
-		if srv, err = newServer(ctl, proc); err != nil {
-			return fail(ReportError, "the fork server's socket", err)
+		var err error
+		if srv, err = newServer(st.ctl, st.proc); err != nil {
+			return 0, nil, 0, fail(ReportError, "the fork server's socket", err)
 		}
 		attr.Files = append(attr.Files, uintptr(srv.theirs))
 	}
-	if lockdown {
+	if st.lockdown {
 		// On this thread, which starts the program (package
 		// initialisation runs locked to the main thread): the program
 		// inherits it all. This process is bound by the filter too from
 		// here on; it only waits and reads back.
-		if err := lockDown(filter); err != nil {
-			return fail(ReportError, "lock the program down", err)
+		if err := lockDown(st.filter); err != nil {
+			return 0, nil, 0, fail(ReportError, "lock the program down", err)
 		}
 	}
 	var started Script
 	started.Op(ReportStarted)
 	writeAll(ReportFd, started.Bytes())
-	t0 := monotonic()
-	pid, err := syscall.ForkExec(argv[0], argv, attr)
+	t0 = monotonic()
+	pid, err := syscall.ForkExec(st.argv[0], st.argv, attr)
 	if err != nil {
-		return fail(ReportNoStart, "exception on running command", err)
+		return 0, nil, 0, fail(ReportNoStart, "exception on running command", err)
 	}
+	return pid, srv, t0, 0
+}
+
+// wait waits for the program's end (a serving init's server: the end of
+// the server's runs too); code is the init's exit code where it failed.
+func (st *step) wait(pid int, srv *server) (ws syscall.WaitStatus, code int) {
 	// The program's ends of the pipes are the only ones left open.
 	syscall.Close(0)
 	syscall.Close(1)
@@ -210,33 +249,36 @@ func run() int {
 	// is a shell of its own user; not being dumpable, it can still be
 	// neither traced nor read through /proc.
 	defaultSignals()
-	var ws syscall.WaitStatus
 	if srv != nil {
-		ws = srv.serve(pid)
+		return srv.serve(pid), 0
 	}
-	for srv == nil {
+	for {
 		wpid, err := syscall.Wait4(-1, &ws, 0, nil)
 		if err == syscall.EINTR {
 			continue
 		}
 		if err != nil {
-			return fail(ReportError, "wait for the program", err)
+			return ws, fail(ReportError, "wait for the program", err)
 		}
 		if wpid == pid {
-			break
+			return ws, 0
 		}
 	}
-	elapsed := monotonic() - t0
+}
+
+// report writes the program's end: its wait status, how long it ran, and
+// the files the script asked to read back.
+func (st *step) report(ws syscall.WaitStatus, elapsed int64) int {
 	rep := []string{Itoa(int(ws)), Itoa(int(elapsed))}
-	for _, name := range fetch {
+	for _, name := range st.fetch {
 		if name == "" {
 			continue
 		}
 		p := name
 		if p[0] != '/' {
-			p = dir + "/" + name
+			p = st.dir + "/" + name
 		}
-		if data, ok := readBounded(p, maxFetch); ok {
+		if data, ok := readBounded(p, st.maxFetch); ok {
 			rep = append(rep, name, data)
 		}
 	}
