@@ -464,34 +464,16 @@ func OpenPipes(n int) ([]*os.File, error) {
 }
 
 func (r *Runner) runAs(ctx context.Context, s *Spec, uid int, fork bool, grp *cgroup.Run) (*sandboxclient.StepResult, map[string]string, error) {
-	perUser, contained := uid >= 0, r.Iso.Contained
-	pipes, err := OpenPipes(3) // stdin, stdout, stderr
+	sio, err := openStepIO(s, uid)
 	if err != nil {
 		return nil, nil, err
 	}
-	if uid >= 0 {
-		// The program's ends belong to its user, so that it can open
-		// them again by name (/dev/stdin, /proc/self/fd/1) as a program
-		// of the pipes' owner can, which SandboxFusion's always is.
-		for _, f := range []*os.File{pipes[0], pipes[3], pipes[5]} {
-			_ = f.Chown(uid, uid)
-		}
-	}
-	inW, outR, errR := pipes[1], pipes[2], pipes[4]
 	start := r.Now()
-	stderrW := pipes[5]
-	if s.MergeStderr {
-		stderrW = pipes[3]
-	}
-	p, err := r.start(s, uid, fork, grp, pipes[0], pipes[3], stderrW)
-	pipes[0].Close()
-	pipes[3].Close()
-	pipes[5].Close()
+	p, err := r.start(s, uid, fork, grp, sio.progIn, sio.progOut, sio.progErr)
+	sio.closeProgramEnds()
 	if err != nil {
-		outR.Close()
-		errR.Close()
-		inW.Close()
-		if contained {
+		sio.closeOurs()
+		if r.Iso.Contained {
 			return nil, nil, fmt.Errorf("start the step's init: %w", err)
 		}
 		// The server reports a step it could not start as status Error.
@@ -500,19 +482,7 @@ func (r *Runner) runAs(ctx context.Context, s *Spec, uid int, fork bool, grp *cg
 	if p.Report != nil {
 		defer p.Report.Close()
 	}
-
-	outMax := r.MaxOutput
-	var wg sync.WaitGroup
-	stdout, stderr := &CappedBuffer{max: outMax}, &CappedBuffer{max: outMax}
-	wg.Add(3)
-	go func() { defer wg.Done(); stdout.Drain(outR) }()
-	go func() { defer wg.Done(); stderr.Drain(errR) }()
-	go func() {
-		defer wg.Done()
-		inW.Write(s.Stdin) // a program that does not read its input is no error
-		inW.Close()
-	}()
-
+	sio.pump(s.Stdin, r.MaxOutput)
 	// A contained step's clock starts when its init starts the program,
 	// not while it builds the view.
 	if p.Report != nil {
@@ -524,13 +494,104 @@ func (r *Runner) runAs(ctx context.Context, s *Spec, uid int, fork bool, grp *cg
 		case <-time.After(initSetupTimeout):
 		}
 	}
+	end := r.wait(ctx, s, p, grp, uid, start)
+	cpu := r.endStep(p, grp, uid)
+	sio.finish()
+	if end.cancelled {
+		return nil, nil, ctx.Err()
+	}
+	if p.waitErr != nil {
+		return nil, nil, fmt.Errorf("wait for step: %w", p.waitErr)
+	}
+	return r.collect(s, p, end, cpu, sio)
+}
+
+// stepIO is a step's three pipes: the program's ends, and ours, with what
+// is read from them.
+type stepIO struct {
+	progIn, progOut, progErr *os.File // the program's (its stderr may be its stdout's pipe)
+	progErrPipe              *os.File // the stderr pipe's write end, closed with the others
+	inW, outR, errR          *os.File
+	stdout, stderr           *CappedBuffer
+	wg                       sync.WaitGroup
+}
+
+func openStepIO(s *Spec, uid int) (*stepIO, error) {
+	pipes, err := OpenPipes(3) // stdin, stdout, stderr
+	if err != nil {
+		return nil, err
+	}
+	if uid >= 0 {
+		// The program's ends belong to its user, so that it can open
+		// them again by name (/dev/stdin, /proc/self/fd/1) as a program
+		// of the pipes' owner can, which SandboxFusion's always is.
+		for _, f := range []*os.File{pipes[0], pipes[3], pipes[5]} {
+			_ = f.Chown(uid, uid)
+		}
+	}
+	sio := &stepIO{progIn: pipes[0], progOut: pipes[3], progErr: pipes[5], progErrPipe: pipes[5],
+		inW: pipes[1], outR: pipes[2], errR: pipes[4]}
+	if s.MergeStderr {
+		sio.progErr = pipes[3]
+	}
+	return sio, nil
+}
+
+// closeProgramEnds closes this process's copies of the program's ends.
+func (sio *stepIO) closeProgramEnds() {
+	sio.progIn.Close()
+	sio.progOut.Close()
+	sio.progErrPipe.Close()
+}
+
+func (sio *stepIO) closeOurs() {
+	sio.outR.Close()
+	sio.errR.Close()
+	sio.inW.Close()
+}
+
+// pump writes stdin to the program and reads its output, max bytes of
+// each stream kept.
+func (sio *stepIO) pump(stdin []byte, max int) {
+	sio.stdout, sio.stderr = &CappedBuffer{max: max}, &CappedBuffer{max: max}
+	sio.wg.Add(3)
+	go func() { defer sio.wg.Done(); sio.stdout.Drain(sio.outR) }()
+	go func() { defer sio.wg.Done(); sio.stderr.Drain(sio.errR) }()
+	go func() {
+		defer sio.wg.Done()
+		sio.inW.Write(stdin) // a program that does not read its input is no error
+		sio.inW.Close()
+	}()
+}
+
+// finish waits for the pumps, once the step has ended. Output and input
+// pipes end when the last holder dies; a holder that escaped (possible
+// only without a user of its own) cannot stall us.
+func (sio *stepIO) finish() {
+	deadline := time.Now().Add(500 * time.Millisecond)
+	sio.outR.SetReadDeadline(deadline)
+	sio.errR.SetReadDeadline(deadline)
+	sio.inW.SetWriteDeadline(deadline)
+	sio.wg.Wait()
+	sio.outR.Close()
+	sio.errR.Close()
+}
+
+// stepEnd is how a step's wait ended.
+type stepEnd struct {
+	timedOut, cancelled, starved bool
+	waited                       time.Duration // the busiest thread's wait at the last limit
+	elapsed                      time.Duration
+}
+
+// wait waits for the step to end, for its time limit (with the time it
+// waited for a CPU given back, starve.go) or for ctx.
+func (r *Runner) wait(ctx context.Context, s *Spec, p *Proc, grp *cgroup.Run, uid int, start time.Time) stepEnd {
 	timer := time.NewTimer(s.Timeout)
 	defer timer.Stop()
-	timedOut, cancelled, starved := false, false, false
+	var end stepEnd
 	var granted time.Duration // time given back for waiting (starve.go)
-	var waited time.Duration  // the busiest thread's wait at the last limit
 	ending := false           // the program had ended at a limit (starve.go)
-wait:
 	for {
 		select {
 		case <-p.Done:
@@ -542,33 +603,36 @@ wait:
 					// The program is over; its end is on its way.
 					ending = true
 					timer.Reset(endedGrace)
-					continue wait
+					continue
 				}
 				c := readStepCPU(procs)
 				if grp != nil {
 					// The group counts the CPU of processes that ended too.
 					c.run = max(c.run, grp.CPU())
 				}
-				waited = c.busiestWait
+				end.waited = c.busiestWait
 				extra, st := starvation(s.Timeout, elapsed, granted, c)
 				if extra > 0 {
 					granted += extra
 					r.StarveGrants.Add(1)
 					timer.Reset(extra)
-					continue wait
+					continue
 				}
-				starved = st
+				end.starved = st
 			}
-			timedOut = true
+			end.timedOut = true
 		case <-ctx.Done():
-			cancelled = true
+			end.cancelled = true
 		}
-		break
+		end.elapsed = r.Now().Sub(start)
+		return end
 	}
-	elapsed := r.Now().Sub(start)
-	// Whatever happened, nothing of the step may live on: the group first,
-	// then (as a user of its own) everything that user still runs. A
-	// contained step's namespace dies with its init.
+}
+
+// endStep leaves nothing of the step alive: the group first, then (as a
+// user of its own) everything that user still runs. A contained step's
+// namespace dies with its init. It returns the CPU time the group counted.
+func (r *Runner) endStep(p *Proc, grp *cgroup.Run, uid int) time.Duration {
 	p.Kill()
 	<-p.Done
 	p.Kill()
@@ -577,42 +641,32 @@ wait:
 		grp.Kill() // what left the step's process group (isolation basic)
 		cpu = grp.CPU()
 	}
-	if perUser && !contained {
+	if uid >= 0 && !r.Iso.Contained {
 		killUser(uint32(uid))
 		removeUserFiles(uint32(uid), r.TempDir)
 	}
-	// Output and input pipes end when the last holder dies; a holder that
-	// escaped (possible only without a user of its own) cannot stall us.
-	deadline := time.Now().Add(500 * time.Millisecond)
-	outR.SetReadDeadline(deadline)
-	errR.SetReadDeadline(deadline)
-	inW.SetWriteDeadline(deadline)
-	wg.Wait()
-	outR.Close()
-	errR.Close()
+	return cpu
+}
 
-	if cancelled {
-		return nil, nil, ctx.Err()
-	}
-	if p.waitErr != nil {
-		return nil, nil, fmt.Errorf("wait for step: %w", p.waitErr)
-	}
+// collect is the step's result: its output, its status and return code
+// (from its init's report where it has one) and the files read back.
+func (r *Runner) collect(s *Spec, p *Proc, end stepEnd, cpu time.Duration, sio *stepIO) (*sandboxclient.StepResult, map[string]string, error) {
 	res := &sandboxclient.StepResult{
-		ExecutionTime: elapsed.Seconds(),
-		Stdout:        stdout.String("stdout"),
-		Stderr:        stderr.String("stderr"),
+		ExecutionTime: end.elapsed.Seconds(),
+		Stdout:        sio.stdout.String("stdout"),
+		Stderr:        sio.stderr.String("stderr"),
 		CPUTime:       cpu.Seconds(),
-		CPUWait:       waited.Seconds(),
+		CPUWait:       end.waited.Seconds(),
 	}
-	if stdout.dropped > 0 {
-		res.Stderr += stdout.note("stdout")
+	if sio.stdout.dropped > 0 {
+		res.Stderr += sio.stdout.note("stdout")
 	}
-	if stderr.dropped > 0 {
-		res.Stderr += stderr.note("stderr")
+	if sio.stderr.dropped > 0 {
+		res.Stderr += sio.stderr.note("stderr")
 	}
-	if timedOut {
+	if end.timedOut {
 		res.Status = sandboxclient.StepTimeLimitExceeded
-		res.Starved = starved
+		res.Starved = end.starved
 		return res, nil, nil
 	}
 	res.Status = sandboxclient.StepFinished
