@@ -85,59 +85,14 @@ func (s *server) serve(pid int) syscall.WaitStatus {
 	if err != nil {
 		return s.refuse(pid)
 	}
-	const (
-		onCtl = iota
-		onServer
-		onReply
-		onProgram
-		onReaper
-		onKill
-	)
-	type watched struct {
-		kind int
-		run  *forkRun
-	}
-	who := map[int]watched{}
-	watch := func(fd, kind int, r *forkRun) {
-		who[fd] = watched{kind, r}
-		ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(fd)}
-		syscall.EpollCtl(ep, syscall.EPOLL_CTL_ADD, fd, &ev)
-	}
-	unwatch := func(fd int) {
-		delete(who, fd)
-		syscall.EpollCtl(ep, syscall.EPOLL_CTL_DEL, fd, nil)
-	}
 	serverFd, err := pidfdOpen(pid)
 	if err != nil {
 		return s.refuse(pid) // a kernel before 5.3
 	}
-	watch(s.ctl, onCtl, nil)
-	watch(serverFd, onServer, nil)
-	watch(s.mine, onReply, nil)
-
-	var pool []netns // network namespaces whose runs have ended unused
-	var fifo []*forkRun
-	buf := make([]byte, 256)
-	oob := make([]byte, syscall.CmsgSpace(12*4))
-	finish := func(r *forkRun) {
-		if s.loopbackUsed(r.net) {
-			r.net.close()
-		} else {
-			pool = append(pool, r.net)
-		}
-		cpu := r.ru.Utime.Nano() + r.ru.Stime.Nano()
-		var rep Script
-		rep.Op(ReportFaults, Itoa(int(r.ru.Minflt)))
-		reaper := r.reaperRu.Utime.Nano() + r.reaperRu.Stime.Nano()
-		rep.Op(ReportCost, r.cost[0], r.cost[1], Itoa(int(r.spawn)), Itoa(int(cpu)), Itoa(int(reaper)))
-		rep.Op(ReportExit, Itoa(int(r.ws)), Itoa(int(r.at-r.t0)))
-		writeAll(r.rep, rep.Bytes())
-		syscall.Close(r.rep)
-		if r.kill >= 0 {
-			unwatch(r.kill)
-			syscall.Close(r.kill)
-		}
-	}
+	l := &serveLoop{s: s, ep: ep, who: map[int]watched{}, buf: make([]byte, 256), oob: make([]byte, syscall.CmsgSpace(12*4))}
+	l.watch(s.ctl, onCtl, nil)
+	l.watch(serverFd, onServer, nil)
+	l.watch(s.mine, onReply, nil)
 	events := make([]syscall.EpollEvent, 32)
 	for {
 		n, _, e := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, uintptr(ep), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), ^uintptr(0), 0, 0)
@@ -149,115 +104,195 @@ func (s *server) serve(pid int) syscall.WaitStatus {
 		}
 		for _, ev := range events[:n] {
 			fd := int(ev.Fd)
-			w, ok := who[fd]
+			w, ok := l.who[fd]
 			if !ok {
 				continue
 			}
-			r := w.run
 			switch w.kind {
 			case onCtl:
-				// A request: the server gets its script, stdio, report and
-				// cgroup files, a network namespace (from the pool, or
-				// new) and a new PID namespace whose PID 1 has started;
-				// the kill pipe stays here.
-				nb, oobn, _, _, err := syscall.Recvmsg(s.ctl, buf[:16], oob, syscall.MSG_CMSG_CLOEXEC|syscall.MSG_DONTWAIT)
-				if err == syscall.EAGAIN || err == syscall.EINTR {
-					continue
-				}
-				if err != nil || (nb == 0 && oobn == 0) {
-					// The caller is done: so is the server, once its
-					// socket closes.
-					unwatch(s.ctl)
-					syscall.Shutdown(s.mine, syscall.SHUT_WR)
-					continue
-				}
-				fds := rights(oob[:oobn])
-				if len(fds) < 6 || len(fds) > 12 {
-					closeAll(fds)
-					continue
-				}
-				r := &forkRun{rep: fds[4], kill: fds[5], net: netns{-1, -1}, reaper: -1}
-				pidns, err := s.prepare(r, &pool)
-				if err == nil {
-					send := append(append([]int{}, fds[:5]...), r.net.ns, pidns)
-					err = syscall.Sendmsg(s.mine, []byte{'r'}, syscall.UnixRights(append(send, fds[6:]...)...), nil, syscall.MSG_NOSIGNAL)
-					syscall.Close(pidns)
-				}
-				for i, fd := range fds {
-					if i != 4 && i != 5 {
-						syscall.Close(fd)
-					}
-				}
-				if err != nil {
-					// The run's report ends empty: it goes the plain way.
-					r.drop()
-					continue
-				}
-				fifo = append(fifo, r)
+				l.request()
 			case onReply:
-				// The server's answer to the oldest request: the program's
-				// pid, its start, and what the start cost the server.
-				nb, err := syscall.Read(s.mine, buf)
-				if err == syscall.EAGAIN || err == syscall.EINTR {
-					continue
-				}
-				if err != nil || nb == 0 {
-					unwatch(s.mine)
-					continue
-				}
-				if nb != 32 || len(fifo) == 0 {
-					continue
-				}
-				r := fifo[0]
-				fifo = fifo[1:]
-				r.pid, r.t0 = int(le64(buf[0:])), le64(buf[8:])
-				r.cost = [2]string{Itoa(int(le64(buf[16:]))), Itoa(int(le64(buf[24:])))}
-				if prog, err := pidfdOpen(r.pid); err == nil {
-					watch(prog, onProgram, r)
-				} else {
-					// Nothing of it can be waited for: the run ends now,
-					// as killed.
-					pidfdKill(r.reaper)
-					r.exited, r.ws, r.at = true, syscall.WaitStatus(syscall.SIGKILL), monotonic()
-				}
-				watch(r.reaper, onReaper, r)
-				watch(r.kill, onKill, r)
+				l.reply()
 			case onProgram:
-				unwatch(fd)
-				syscall.Close(fd)
-				var ws syscall.WaitStatus
-				if _, err := syscall.Wait4(r.pid, &ws, syscall.WNOHANG, &r.ru); err != nil {
-					ws = syscall.WaitStatus(syscall.SIGKILL)
-				}
-				r.exited, r.ws, r.at = true, ws, monotonic()
-				// The program has ended: so does its namespace.
-				pidfdKill(r.reaper)
-				if r.gone {
-					finish(r)
-				}
+				l.programEnded(fd, w.run)
 			case onReaper:
-				unwatch(fd)
-				syscall.Close(fd)
-				var ws syscall.WaitStatus
-				syscall.Wait4(r.reaperPid, &ws, syscall.WNOHANG, &r.reaperRu)
-				r.gone = true
-				if r.exited {
-					finish(r)
-				}
+				l.reaperEnded(fd, w.run)
 			case onKill:
-				unwatch(fd)
-				syscall.Close(fd)
-				r.kill = -1
-				pidfdKill(r.reaper)
+				l.killed(fd, w.run)
 			case onServer:
 				// The server has ended: runs it never answered end with
 				// empty reports; the rest end with this process.
-				for _, r := range fifo {
+				for _, r := range l.fifo {
 					r.drop()
 				}
 				return s.wait(pid)
 			}
 		}
+	}
+}
+
+// What an fd the serving init waits on is.
+const (
+	onCtl     = iota // the caller's control socket: requests
+	onServer         // the server's pidfd
+	onReply          // the server's answers
+	onProgram        // a run's program's pidfd
+	onReaper         // a run's PID 1's pidfd
+	onKill           // a run's kill pipe
+)
+
+type watched struct {
+	kind int
+	run  *forkRun
+}
+
+// serveLoop is the state of serve's loop: the fds it waits on, the
+// network namespaces it may hand on, and the runs the server has yet to
+// answer, oldest first.
+type serveLoop struct {
+	s        *server
+	ep       int
+	who      map[int]watched
+	pool     []netns // network namespaces whose runs have ended unused
+	fifo     []*forkRun
+	buf, oob []byte
+}
+
+func (l *serveLoop) watch(fd, kind int, r *forkRun) {
+	l.who[fd] = watched{kind, r}
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(fd)}
+	syscall.EpollCtl(l.ep, syscall.EPOLL_CTL_ADD, fd, &ev)
+}
+
+func (l *serveLoop) unwatch(fd int) {
+	delete(l.who, fd)
+	syscall.EpollCtl(l.ep, syscall.EPOLL_CTL_DEL, fd, nil)
+}
+
+// request takes one request: the server gets its script, stdio, report
+// and cgroup files, a network namespace (from the pool, or new) and a new
+// PID namespace whose PID 1 has started; the kill pipe stays here.
+func (l *serveLoop) request() {
+	s := l.s
+	nb, oobn, _, _, err := syscall.Recvmsg(s.ctl, l.buf[:16], l.oob, syscall.MSG_CMSG_CLOEXEC|syscall.MSG_DONTWAIT)
+	if err == syscall.EAGAIN || err == syscall.EINTR {
+		return
+	}
+	if err != nil || (nb == 0 && oobn == 0) {
+		// The caller is done: so is the server, once its socket closes.
+		l.unwatch(s.ctl)
+		syscall.Shutdown(s.mine, syscall.SHUT_WR)
+		return
+	}
+	fds := rights(l.oob[:oobn])
+	if len(fds) < 6 || len(fds) > 12 {
+		closeAll(fds)
+		return
+	}
+	r := &forkRun{rep: fds[4], kill: fds[5], net: netns{-1, -1}, reaper: -1}
+	pidns, err := s.prepare(r, &l.pool)
+	if err == nil {
+		send := append(append([]int{}, fds[:5]...), r.net.ns, pidns)
+		err = syscall.Sendmsg(s.mine, []byte{'r'}, syscall.UnixRights(append(send, fds[6:]...)...), nil, syscall.MSG_NOSIGNAL)
+		syscall.Close(pidns)
+	}
+	for i, fd := range fds {
+		if i != 4 && i != 5 {
+			syscall.Close(fd)
+		}
+	}
+	if err != nil {
+		// The run's report ends empty: it goes the plain way.
+		r.drop()
+		return
+	}
+	l.fifo = append(l.fifo, r)
+}
+
+// reply takes the server's answer to the oldest request: the program's
+// pid, its start, and what the start cost the server.
+func (l *serveLoop) reply() {
+	nb, err := syscall.Read(l.s.mine, l.buf)
+	if err == syscall.EAGAIN || err == syscall.EINTR {
+		return
+	}
+	if err != nil || nb == 0 {
+		l.unwatch(l.s.mine)
+		return
+	}
+	if nb != 32 || len(l.fifo) == 0 {
+		return
+	}
+	r := l.fifo[0]
+	l.fifo = l.fifo[1:]
+	buf := l.buf
+	r.pid, r.t0 = int(le64(buf[0:])), le64(buf[8:])
+	r.cost = [2]string{Itoa(int(le64(buf[16:]))), Itoa(int(le64(buf[24:])))}
+	if prog, err := pidfdOpen(r.pid); err == nil {
+		l.watch(prog, onProgram, r)
+	} else {
+		// Nothing of it can be waited for: the run ends now, as killed.
+		pidfdKill(r.reaper)
+		r.exited, r.ws, r.at = true, syscall.WaitStatus(syscall.SIGKILL), monotonic()
+	}
+	l.watch(r.reaper, onReaper, r)
+	l.watch(r.kill, onKill, r)
+}
+
+// programEnded reaps a run's program; its namespace ends with it.
+func (l *serveLoop) programEnded(fd int, r *forkRun) {
+	l.unwatch(fd)
+	syscall.Close(fd)
+	var ws syscall.WaitStatus
+	if _, err := syscall.Wait4(r.pid, &ws, syscall.WNOHANG, &r.ru); err != nil {
+		ws = syscall.WaitStatus(syscall.SIGKILL)
+	}
+	r.exited, r.ws, r.at = true, ws, monotonic()
+	pidfdKill(r.reaper)
+	if r.gone {
+		l.finish(r)
+	}
+}
+
+// reaperEnded reaps a run's PID 1: every process of the run has ended.
+func (l *serveLoop) reaperEnded(fd int, r *forkRun) {
+	l.unwatch(fd)
+	syscall.Close(fd)
+	var ws syscall.WaitStatus
+	syscall.Wait4(r.reaperPid, &ws, syscall.WNOHANG, &r.reaperRu)
+	r.gone = true
+	if r.exited {
+		l.finish(r)
+	}
+}
+
+// killed: the caller closed the run's kill pipe; its namespace ends.
+func (l *serveLoop) killed(fd int, r *forkRun) {
+	l.unwatch(fd)
+	syscall.Close(fd)
+	r.kill = -1
+	pidfdKill(r.reaper)
+}
+
+// finish reports a run that has ended and hands its network namespace
+// on where the run left its loopback as it found it.
+func (l *serveLoop) finish(r *forkRun) {
+	if l.s.loopbackUsed(r.net) {
+		r.net.close()
+	} else {
+		l.pool = append(l.pool, r.net)
+	}
+	cpu := r.ru.Utime.Nano() + r.ru.Stime.Nano()
+	var rep Script
+	rep.Op(ReportFaults, Itoa(int(r.ru.Minflt)))
+	reaper := r.reaperRu.Utime.Nano() + r.reaperRu.Stime.Nano()
+	rep.Op(ReportCost, r.cost[0], r.cost[1], Itoa(int(r.spawn)), Itoa(int(cpu)), Itoa(int(reaper)))
+	rep.Op(ReportExit, Itoa(int(r.ws)), Itoa(int(r.at-r.t0)))
+	writeAll(r.rep, rep.Bytes())
+	syscall.Close(r.rep)
+	if r.kill >= 0 {
+		l.unwatch(r.kill)
+		syscall.Close(r.kill)
 	}
 }
 
