@@ -1,3 +1,7 @@
+// Package server is the HTTP server of `verl-score serve`: SandboxFusion's
+// /run_code and /run_jupyter over any sandboxclient.Client (the embedded
+// sandbox, in practice), with a queue bounded by the bytes of the waiting
+// requests, the load in every answer's headers, /health and /metrics.
 package server
 
 import (
@@ -84,7 +88,7 @@ type Server struct {
 	log      *slog.Logger
 }
 
-// NewServer returns a server that runs every request with c.
+// New returns a server that runs every request with c.
 func New(c sandboxclient.Client, opts Options) *Server {
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = runtime.NumCPU()

@@ -38,20 +38,20 @@ type Spec struct {
 	Lim     Limits
 	AsRoot  bool   // keep our own user even where a per-run user is available
 	Owned   string // directory handed to the per-run user for the step
-	// ownTree: hand over everything under owned, not just the directory
+	// OwnTree: hand over everything under Owned, not just the directory
 	// (a build directory, where the compiler overwrites its outputs).
 	OwnTree bool
-	// extraFiles are passed to the process as fds 3, 4, ... (steps
+	// ExtraFiles are passed to the process as fds 3, 4, ... (steps
 	// without a view of their own only)
 	ExtraFiles []*os.File
-	// view is what a contained step adds to the common view; dir, argv
-	// and env are then paths inside it.
+	// View is what a contained step adds to the common view; Dir, Argv
+	// and Env are then paths inside it.
 	View ViewStep
-	// fetch (steps without a view) names files under dir read back.
+	// Fetch (steps without a view) names files under Dir read back.
 	Fetch []string
-	// forkable: a Python run the fork server may start (sandbox/forkserver).
+	// Forkable: a Python run the fork server may start (sandbox/forkserver).
 	Forkable bool
-	// mergeStderr sends stderr to the stdout pipe (a test binary, whose
+	// MergeStderr sends stderr to the stdout pipe (a test binary, whose
 	// output `go test` prints as one stream).
 	MergeStderr bool
 }
