@@ -129,7 +129,7 @@ for p in glob.glob('/proc/*/cmdline'):
 look(` + strconv.Quote(input) + `)
 for top in ['/tmp', '/root', '/work', '/home', '/var/tmp', '/sandbox']:
     for root, dirs, files in os.walk(top):
-        dirs[:] = [d for d in dirs if d not in ('.rustup', '.cargo', 'go', '.cache', 'node_modules')]
+        dirs[:] = [d for d in dirs if d not in ('.rustup', '.cargo', '.pyenv', 'go', '.cache', 'node_modules')]
         for f in files:
             look(os.path.join(root, f))
 print('not found')
