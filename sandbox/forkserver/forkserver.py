@@ -616,7 +616,9 @@ def _server():
     # program has copied already by the time it installs the filter).
     SECCOMP_ARGS = None
     if seccomp_prog is not None:
-        SECCOMP_ARGS = tuple(ctypes.c_long(v) for v in (SYS_PRCTL or 0, PR_SET_SECCOMP, SECCOMP_MODE_FILTER,
+        if SYS_PRCTL is None:
+            raise OSError(38, "no prctl system call known for " + os.uname().machine)
+        SECCOMP_ARGS = tuple(ctypes.c_long(v) for v in (SYS_PRCTL, PR_SET_SECCOMP, SECCOMP_MODE_FILTER,
                                                         ctypes.addressof(seccomp_prog), 0, 0))
     before_fork, after_fork_parent, after_fork_child = (
         ctypes.pythonapi.PyOS_BeforeFork, ctypes.pythonapi.PyOS_AfterFork_Parent, ctypes.pythonapi.PyOS_AfterFork_Child)
