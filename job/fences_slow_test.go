@@ -45,9 +45,13 @@ func TestSlowFenceAutoMatchesLanguageKey(t *testing.T) {
 	if err := os.WriteFile(in, []byte(input), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	run := func(auto bool) []string {
+	// run scores the rows and gives one string per response (its reward,
+	// verdicts, statuses and error) and, per response, the times of its
+	// cases, which a failure prints.
+	run := func(auto bool) (got, times []string) {
 		eo := engineOptions()
 		opts := jobOptions(in, filepath.Join(t.TempDir(), "out.jsonl"))
+		opts.CasesOut = filepath.Join(t.TempDir(), "cases.jsonl")
 		if auto {
 			eo.Language = score.LanguageAuto
 		} else {
@@ -64,10 +68,29 @@ func TestSlowFenceAutoMatchesLanguageKey(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// One string per response: its reward, verdicts, statuses and
-		// error.
-		var got []string
-		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		cases, err := os.ReadFile(opts.CasesOut)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byResponse := map[[2]int]string{}
+		for _, line := range strings.Split(strings.TrimSpace(string(cases)), "\n") {
+			var c struct {
+				Row      *int     `json:"row"`
+				Response int      `json:"response_index"`
+				Status   string   `json:"status"`
+				Duration *float64 `json:"duration"`
+				CPU      *float64 `json:"cpu_time"`
+				Wait     *float64 `json:"cpu_wait"`
+			}
+			if err := json.Unmarshal([]byte(line), &c); err != nil {
+				t.Fatal(err)
+			}
+			if c.Row == nil {
+				continue // the provenance line
+			}
+			byResponse[[2]int{*c.Row, c.Response}] += fmt.Sprintf(" [%s: %s wall, %s cpu, %s waited]", c.Status, seconds(c.Duration), seconds(c.CPU), seconds(c.Wait))
+		}
+		for n, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 			var row struct {
 				Reward []float64         `json:"reward"`
 				Cases  []json.RawMessage `json:"case_results"`
@@ -83,11 +106,13 @@ func TestSlowFenceAutoMatchesLanguageKey(t *testing.T) {
 					e = *row.Err[i]
 				}
 				got = append(got, fmt.Sprintf("reward %g, verdicts %s, statuses %s, error %s", row.Reward[i], row.Cases[i], row.Status[i], e))
+				times = append(times, byResponse[[2]int{n, i}])
 			}
 		}
-		return got
+		return got, times
 	}
-	auto, keyed := run(true), run(false)
+	auto, autoTimes := run(true)
+	keyed, keyedTimes := run(false)
 	if len(auto) != len(keyed) || len(auto) < 17+goRows {
 		t.Fatalf("%d responses under auto, %d with the key; want %d each", len(auto), len(keyed), 17+goRows)
 	}
@@ -95,6 +120,9 @@ func TestSlowFenceAutoMatchesLanguageKey(t *testing.T) {
 	for i := range auto {
 		if auto[i] != keyed[i] {
 			t.Errorf("response %d: auto %s; keyed %s", i, auto[i], keyed[i])
+			if i < len(autoTimes) && i < len(keyedTimes) {
+				t.Logf("response %d's cases: auto%s; keyed%s", i, autoTimes[i], keyedTimes[i])
+			}
 		}
 		if strings.HasPrefix(auto[i], "reward 1,") {
 			right++
@@ -104,4 +132,12 @@ func TestSlowFenceAutoMatchesLanguageKey(t *testing.T) {
 	if right < len(auto)/2 {
 		t.Errorf("only %d of %d responses scored 1", right, len(auto))
 	}
+}
+
+// seconds shows an optional time of the cases file.
+func seconds(s *float64) string {
+	if s == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fs", *s)
 }

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -263,6 +264,11 @@ type Runner struct {
 	// nil: those alone (--seccomp=off).
 	Filter []byte
 
+	// CPUs is how many CPUs steps may run on (NewRunner: GOMAXPROCS, which
+	// follows the affinity mask and a cgroup's CPU limit); the starvation
+	// rule asks whether a step had them all (starve.go).
+	CPUs int
+
 	StarveGrants atomic.Int64 // times a step was given back its wait (starve.go)
 	StartCosts   StartCosts   // what starters' runs cost (CPU, page faults), as they report it
 
@@ -271,7 +277,7 @@ type Runner struct {
 
 // NewRunner is a Runner that runs at most concurrency steps at once.
 func NewRunner(iso Isolation, concurrency, maxOutput int, tempDir string, warn func(key, msg string)) *Runner {
-	return &Runner{Iso: iso, MaxOutput: maxOutput, TempDir: tempDir, Warn: warn, Now: time.Now, sem: make(chan struct{}, concurrency)}
+	return &Runner{Iso: iso, MaxOutput: maxOutput, TempDir: tempDir, Warn: warn, Now: time.Now, CPUs: runtime.GOMAXPROCS(0), sem: make(chan struct{}, concurrency)}
 }
 
 // Starter starts a step's first process another way than by exec (the
@@ -599,19 +605,27 @@ func (r *Runner) wait(ctx context.Context, s *Spec, p *Proc, grp *cgroup.Run, ui
 			if r.Iso.Contained || uid >= 0 || grp != nil {
 				elapsed := r.Now().Sub(start)
 				procs := programs(r.procs(grp, uid, p.pid, elapsed))
-				if len(procs) == 0 && !ending {
-					// The program is over; its end is on its way.
+				c := readStepCPU(procs)
+				if !ending && idle(c, s.Timeout) {
+					// The program is over, or all but (starve.go); its end
+					// is on its way.
 					ending = true
 					timer.Reset(endedGrace)
 					continue
 				}
-				c := readStepCPU(procs)
 				if grp != nil {
 					// The group counts the CPU of processes that ended too.
 					c.run = max(c.run, grp.CPU())
 				}
 				end.waited = c.busiestWait
-				extra, st := starvation(s.Timeout, elapsed, granted, c)
+				extra, st := starvation(s.Timeout, elapsed, granted, r.CPUs, c)
+				if extra == 0 && !st && !ending && idle(readStepCPU(programs(procs)), s.Timeout) {
+					// It ended while it was read (the exit of a process
+					// with many threads takes a while on a loaded machine).
+					ending = true
+					timer.Reset(endedGrace)
+					continue
+				}
 				if extra > 0 {
 					granted += extra
 					r.StarveGrants.Add(1)

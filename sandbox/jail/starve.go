@@ -17,8 +17,9 @@ import (
 // a loaded host a compile or a run can reach its limit having run for a
 // fraction of it. So when a step reaches its limit, the sandbox reads, from
 // /proc/PID/task/TID/schedstat, how long the step's threads were runnable
-// but not running. If the step got less than one CPU on average and its
-// busiest thread waited, it gets that waiting time back and goes on; at
+// but not running. If the step got less than the machine's CPUs (it could
+// have run on more than it did) and its busiest thread waited, it gets
+// that waiting time back and goes on; at
 // the next limit the same again, up to starveGrace times the limit in all.
 // A program that loops or sleeps reaches its limit without having waited
 // and ends there, as on SandboxFusion; a program that keeps the CPUs busy
@@ -31,6 +32,12 @@ import (
 // left: only zombies and the init that reaps them) finished in time, even
 // when the sandbox's side (the init's report, the fork server's answer)
 // has not told so yet: it is waited for, up to endedGrace, not timed out.
+// So is a step whose live processes have all but not run (together less
+// than starveMin of the limit): a wrapper script (kotlinc and scalac are
+// shell scripts that run java without exec) waiting for, or
+// about to report, a program that printed its answer and is tearing down
+// its threads, which on a loaded machine can take past the limit. A
+// program that only sleeps gets the same endedGrace, then its timeout.
 //
 // The step's tasks are found by its user (steps under a user of their own)
 // or by its PID namespace (contained steps run as root); a step with
@@ -177,6 +184,12 @@ func programs(procs []string) []string {
 	return out
 }
 
+// idle reports whether c, what a step's live processes ran, is too little
+// for them to be at work at the limit: the step is ending (see above).
+func idle(c stepCPU, limit time.Duration) bool {
+	return c.run < time.Duration(starveMin*float64(limit))
+}
+
 // readStepCPU sums the schedstat of every thread of procs.
 func readStepCPU(procs []string) stepCPU {
 	var c stepCPU
@@ -211,14 +224,22 @@ func readStepCPU(procs []string) stepCPU {
 // back so far (granted) and what the scheduler says now (c) mean: more
 // time to give (extra > 0), or an end that is starved (the grace is spent
 // and it still waited) or a plain timeout.
-func starvation(limit, elapsed, granted time.Duration, c stepCPU) (extra time.Duration, starved bool) {
+//
+// cpus is how many CPUs the sandbox's steps may run on. A step that kept
+// them all busy (within starveMin) had the machine, and its threads' waiting
+// was for one another: a program with more busy threads than CPUs. One
+// that had less was held back by something else's use of the CPUs: a JVM
+// whose main thread waited while its compiler threads and a neighbour ran
+// had more than one CPU's worth and was still starved.
+func starvation(limit, elapsed, granted time.Duration, cpus int, c stepCPU) (extra time.Duration, starved bool) {
 	if c.threads == 0 || elapsed <= 0 {
 		return 0, false
 	}
 	owed := c.busiestWait - granted
-	if owed < time.Duration(starveMin*float64(limit)) || c.run >= elapsed {
-		// It did not wait much, or it had a CPU's worth of time or more:
-		// the time was the program's.
+	had := float64(c.run) / float64(elapsed) // CPUs, on average
+	if owed < time.Duration(starveMin*float64(limit)) || had >= float64(max(cpus, 1))*(1-starveMin) {
+		// It did not wait much, or it had the machine's CPUs: the time
+		// was the program's.
 		return 0, false
 	}
 	if left := time.Duration(starveGrace)*limit - granted; owed > left {
