@@ -606,7 +606,12 @@ func (r *Runner) wait(ctx context.Context, s *Spec, p *Proc, grp *cgroup.Run, ui
 				elapsed := r.Now().Sub(start)
 				procs := programs(r.procs(grp, uid, p.pid, elapsed))
 				c := readStepCPU(procs)
-				if !ending && idle(c, s.Timeout) {
+				// Idle, and what ended did the work (a wrapper beside its
+				// program), or nothing is left: ending. A sleeper is not.
+				ended := func(c stepCPU) bool {
+					return len(procs) == 0 || (grp != nil && idle(c, s.Timeout) && !idle(stepCPU{run: grp.CPU() - c.run}, s.Timeout))
+				}
+				if !ending && ended(c) {
 					// The program is over, or all but (starve.go); its end
 					// is on its way.
 					ending = true
@@ -619,7 +624,7 @@ func (r *Runner) wait(ctx context.Context, s *Spec, p *Proc, grp *cgroup.Run, ui
 				}
 				end.waited = c.busiestWait
 				extra, st := starvation(s.Timeout, elapsed, granted, r.CPUs, c)
-				if extra == 0 && !st && !ending && idle(readStepCPU(programs(procs)), s.Timeout) {
+				if extra == 0 && !st && !ending && ended(readStepCPU(programs(procs))) {
 					// It ended while it was read (the exit of a process
 					// with many threads takes a while on a loaded machine).
 					ending = true

@@ -36,8 +36,9 @@ import (
 // than starveMin of the limit): a wrapper script (kotlinc and scalac are
 // shell scripts that run java without exec) waiting for, or
 // about to report, a program that printed its answer and is tearing down
-// its threads, which on a loaded machine can take past the limit. A
-// program that only sleeps gets the same endedGrace, then its timeout.
+// its threads, which on a loaded machine can take past the limit, when
+// the step's processes that ended did the work (its group counted more).
+// A program that only sleeps is timed out at its limit.
 //
 // The step's tasks are found by its user (steps under a user of their own)
 // or by its PID namespace (contained steps run as root); a step with
