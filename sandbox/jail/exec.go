@@ -606,25 +606,21 @@ func (r *Runner) wait(ctx context.Context, s *Spec, p *Proc, grp *cgroup.Run, ui
 				elapsed := r.Now().Sub(start)
 				procs := programs(r.procs(grp, uid, p.pid, elapsed))
 				c := readStepCPU(procs)
-				// Idle, and what ended did the work (a wrapper beside its
-				// program), or nothing is left: ending. A sleeper is not.
-				ended := func(c stepCPU) bool {
-					return len(procs) == 0 || (grp != nil && idle(c, s.Timeout) && !idle(stepCPU{run: grp.CPU() - c.run}, s.Timeout))
-				}
-				if !ending && ended(c) {
+				group := r.groupCPU(grp)
+				if !ending && over(procs, c, group, s.Timeout) {
 					// The program is over, or all but (starve.go); its end
 					// is on its way.
 					ending = true
 					timer.Reset(endedGrace)
 					continue
 				}
-				if grp != nil {
+				if group != nil {
 					// The group counts the CPU of processes that ended too.
-					c.run = max(c.run, grp.CPU())
+					c.run = max(c.run, *group)
 				}
 				end.waited = c.busiestWait
 				extra, st := starvation(s.Timeout, elapsed, granted, r.CPUs, c)
-				if extra == 0 && !st && !ending && ended(readStepCPU(programs(procs))) {
+				if live := programs(procs); extra == 0 && !st && !ending && over(live, readStepCPU(live), r.groupCPU(grp), s.Timeout) {
 					// It ended while it was read (the exit of a process
 					// with many threads takes a while on a loaded machine).
 					ending = true
@@ -646,6 +642,15 @@ func (r *Runner) wait(ctx context.Context, s *Spec, p *Proc, grp *cgroup.Run, ui
 		end.elapsed = r.Now().Sub(start)
 		return end
 	}
+}
+
+// groupCPU is the CPU time grp counted, nil without a group.
+func (r *Runner) groupCPU(grp *cgroup.Run) *time.Duration {
+	if grp == nil {
+		return nil
+	}
+	d := grp.CPU()
+	return &d
 }
 
 // endStep leaves nothing of the step alive: the group first, then (as a

@@ -185,10 +185,18 @@ func programs(procs []string) []string {
 	return out
 }
 
-// idle reports whether c, what a step's live processes ran, is too little
-// for them to be at work at the limit: the step is ending (see above).
-func idle(c stepCPU, limit time.Duration) bool {
-	return c.run < time.Duration(starveMin*float64(limit))
+// idle reports whether run, CPU time of a step's processes, is too little
+// for them to be at work at the limit.
+func idle(run, limit time.Duration) bool {
+	return run < time.Duration(starveMin*float64(limit))
+}
+
+// over reports whether a step is over but for its end's report (see
+// above): none of it is live, or its live processes (which ran c) are idle
+// while those that ended did the work (its group, when it has one, counted
+// group in all).
+func over(live []string, c stepCPU, group *time.Duration, limit time.Duration) bool {
+	return len(live) == 0 || (group != nil && idle(c.run, limit) && !idle(*group-c.run, limit))
 }
 
 // readStepCPU sums the schedstat of every thread of procs.

@@ -173,7 +173,7 @@ time.sleep(30)`)
 	if len(step) != 1 {
 		t.Errorf("programs: %v, want the wrapper alone", step)
 	}
-	if c := readStepCPU(step); !idle(c, limit) {
+	if c := readStepCPU(step); !idle(c.run, limit) {
 		t.Errorf("the wrapper beside its ended child: %+v, want idle at a %v limit", c, limit)
 	}
 
@@ -185,7 +185,7 @@ time.sleep(30)`)
 	step = append(step, dir(loop.Process.Pid))
 	// However busy the machine, the loop comes to have run more than a
 	// twentieth of the limit.
-	for deadline := time.Now().Add(30 * time.Second); idle(readStepCPU(step), limit); time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); idle(readStepCPU(step).run, limit); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("with a loop that ran for 30 s: %+v, still idle", readStepCPU(step))
 		}
