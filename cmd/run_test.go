@@ -672,8 +672,9 @@ func TestRunAndDiffAgreeOnMeans(t *testing.T) {
 	}
 }
 
-// run has a flag for every setting; check for all but the five about
-// run's outputs, summary and exit; serve for the embedded sandbox's.
+// run has a flag for every setting but serve's own; check for all but the
+// five about run's outputs, summary and exit; serve for the embedded
+// sandbox's and its own; each command for exactly the settings naming it.
 func TestCommandsHaveTheirSettings(t *testing.T) {
 	flags := func(args ...string) map[string]bool {
 		root := NewRootCmd(Streams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
@@ -688,6 +689,12 @@ func TestCommandsHaveTheirSettings(t *testing.T) {
 	run, check, serve := flags("run"), flags("check"), flags("serve")
 	missing := 0
 	for _, s := range config.Settings() {
+		if s.Commands == config.Serve {
+			if run[s.Flag()] || !serve[s.Flag()] {
+				t.Errorf("--%s: run has it %v, serve %v; want serve's alone", s.Flag(), run[s.Flag()], serve[s.Flag()])
+			}
+			continue
+		}
 		if !run[s.Flag()] {
 			t.Errorf("run has no --%s", s.Flag())
 		}

@@ -6,10 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"runtime"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -19,19 +16,16 @@ import (
 	"github.com/verl-score/verl-score/testcases"
 )
 
-// serveOptions are the flag values and dependencies of `verl-score serve`.
+// serveOptions are the settings and dependencies of `verl-score serve`.
 type serveOptions struct {
-	Listen          string
-	MaxConcurrent   int
-	MaxQueue        int   // requests waiting beyond MaxConcurrent; -1 no bound by count, 0 no queue
-	MaxQueueBytes   int64 // bytes of the waiting request bodies
-	MaxBody         int64
-	ShutdownTimeout time.Duration
-	LogLevel        slog.Level
-	// Sandbox holds the embedded sandbox's settings (isolation, fast
-	// paths, Ruby's stack), read as every command reads them.
-	Sandbox sandbox.Options
-	loader  *config.Loader
+	// Listen, Server and LogLevel are serve's settings, Sandbox the
+	// embedded sandbox's (isolation, fast paths, Ruby's stack): all read
+	// from config, as every command reads its settings.
+	Listen   string
+	Server   server.Options
+	LogLevel slog.Level
+	Sandbox  sandbox.Options
+	loader   *config.Loader
 
 	ErrOut io.Writer
 	// Interrupt, when closed (the first SIGINT or SIGTERM), starts the
@@ -58,7 +52,6 @@ func newServeCmd(s Streams, runF func(context.Context, *serveOptions) error) *co
 		runF = runServe
 	}
 	opts := &serveOptions{ErrOut: s.ErrOut, Interrupt: s.Interrupt}
-	var maxBody, logLevel, maxQueueBytes string
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the local sandbox over SandboxFusion's HTTP API",
@@ -105,56 +98,15 @@ Point verl at it with:
       reward_model.sandbox_fusion.max_concurrent=64`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			if opts.MaxConcurrent <= 0 {
-				return usageErrorf("--slots must be positive, got %d", opts.MaxConcurrent)
-			}
-			if opts.MaxQueue < -1 {
-				return usageErrorf("--max-queue must be -1 (no bound by count), 0 (no queue) or positive, got %d", opts.MaxQueue)
-			}
-			qb, err := parseSize(maxQueueBytes)
-			if err != nil || qb <= 0 {
-				return usageErrorf("--max-queue-bytes: want a positive size, got %q", maxQueueBytes)
-			}
-			opts.MaxQueueBytes = qb
-			n, err := parseSize(maxBody)
-			if err != nil {
-				return usageErrorf("--max-body: %w", err)
-			}
-			opts.MaxBody = n
-			switch strings.ToLower(logLevel) {
-			case "info":
-				opts.LogLevel = slog.LevelInfo
-			case "debug":
-				opts.LogLevel = slog.LevelDebug
-			default:
-				return usageErrorf("--log-level must be info or debug, got %q", logLevel)
-			}
 			cfg, err := loadConfig(opts.loader)
 			if err != nil {
 				return err
 			}
-			opts.Sandbox = cfg.Sandbox
-			if opts.ShutdownTimeout <= 0 {
-				return usageErrorf("--shutdown-timeout must be positive, got %s", opts.ShutdownTimeout)
-			}
-			if _, _, err := net.SplitHostPort(opts.Listen); err != nil {
-				return usageErrorf("--listen: %w", err)
-			}
+			opts.Listen, opts.Server, opts.LogLevel, opts.Sandbox = cfg.Listen, cfg.Server, cfg.LogLevel, cfg.Sandbox
 			return runF(c.Context(), opts)
 		},
 	}
-	f := c.Flags()
-	f.StringVar(&opts.Listen, "listen", "127.0.0.1:8080", "address to listen on (host:port; port 0 picks a free one)")
-	f.IntVar(&opts.MaxConcurrent, "slots", runtime.NumCPU(), "programs compiled or run at once")
-	// The old name: run's --max-concurrent means requests in flight.
-	f.IntVar(&opts.MaxConcurrent, "max-concurrent", runtime.NumCPU(), "old name of --slots")
-	f.MarkDeprecated("max-concurrent", "use --slots (programs at once); run's --max-concurrent is requests in flight")
-	f.IntVar(&opts.MaxQueue, "max-queue", -1, "at most this many requests wait for a free slot (-1: bounded by --max-queue-bytes only; 0: no queue)")
-	f.StringVar(&maxQueueBytes, "max-queue-bytes", formatSize(server.DefaultMaxQueueBytes()), "request bodies that may wait for a free slot, in bytes or with a KiB/MiB/GiB suffix")
-	f.StringVar(&maxBody, "max-body", "32MiB", "largest request body accepted (bytes, or with a KiB/MiB/GiB suffix); larger gets 413")
-	f.DurationVar(&opts.ShutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "how long a shutdown waits for runs in progress")
-	f.StringVar(&logLevel, "log-level", "info", "info, or debug for one line per request")
-	opts.loader = config.AddFlags(f, config.Serve)
+	opts.loader = config.AddFlags(c.Flags(), config.Serve)
 	return c
 }
 
@@ -177,12 +129,12 @@ func runServe(ctx context.Context, opts *serveOptions) error {
 	}
 	logger := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: opts.LogLevel}))
 
-	so := opts.Sandbox
-	so.Concurrency, so.Warn = opts.MaxConcurrent, errOut
+	sbo := opts.Sandbox
+	sbo.Concurrency, sbo.Warn = opts.Server.Slots, errOut
 	// Programs built by verl-score's own fn_name driver (a client pointed
 	// at this server) begin with its imports.
-	so.PythonPrelude = testcases.DriverHead
-	local, err := sandbox.New(so)
+	sbo.PythonPrelude = testcases.DriverHead
+	local, err := sandbox.New(sbo)
 	if err != nil {
 		return fmt.Errorf("start the sandbox: %w", err)
 	}
@@ -201,21 +153,9 @@ func runServe(ctx context.Context, opts *serveOptions) error {
 		}
 	}()
 
-	maxQueue := opts.MaxQueue // ServerOptions: 0 no bound by count, negative no queue
-	switch maxQueue {
-	case -1:
-		maxQueue = 0
-	case 0:
-		maxQueue = -1
-	}
-	srv := server.New(local, server.Options{
-		MaxInFlight:     opts.MaxConcurrent,
-		MaxQueue:        maxQueue,
-		MaxQueueBytes:   opts.MaxQueueBytes,
-		MaxBodyBytes:    opts.MaxBody,
-		ShutdownTimeout: opts.ShutdownTimeout,
-		Logger:          logger,
-	})
+	so := opts.Server
+	so.Logger = logger
+	srv := server.New(local, so)
 	err = srv.ListenAndServe(ctx, opts.Listen, func(a net.Addr) {
 		fmt.Fprintf(errOut, "listening on http://%s/run_code: %s\n", a, startLine(local, opts))
 		if opts.Ready != nil {
@@ -233,64 +173,13 @@ func runServe(ctx context.Context, opts *serveOptions) error {
 // and isolation.
 func startLine(local *sandbox.Local, opts *serveOptions) string {
 	langs := local.RunnableLanguages()
-	queue := formatSize(opts.MaxQueueBytes) + " of request bodies"
+	queue := config.FormatSize(opts.Server.MaxQueueBytes) + " of request bodies"
 	switch {
-	case opts.MaxQueue == 0:
+	case opts.Server.MaxQueue < 0:
 		queue = "none"
-	case opts.MaxQueue > 0:
-		queue = fmt.Sprintf("%d requests, %s", opts.MaxQueue, queue)
+	case opts.Server.MaxQueue > 0:
+		queue = fmt.Sprintf("%d requests, %s", opts.Server.MaxQueue, queue)
 	}
 	return fmt.Sprintf("%d languages (%s), %d slots, queue %s, isolation %s",
-		len(langs), strings.Join(langs, " "), opts.MaxConcurrent, queue, local.IsolationSummary())
-}
-
-// parseSize reads a byte count: a plain integer or one with a K/KB/KiB,
-// M/MB/MiB or G/GB/GiB suffix (all binary multiples).
-func parseSize(s string) (int64, error) {
-	t := strings.TrimSpace(s)
-	mult := int64(1)
-	lower := strings.ToLower(t)
-	for _, u := range []struct {
-		suffixes []string
-		mult     int64
-	}{
-		{[]string{"gib", "gb", "g"}, 1 << 30},
-		{[]string{"mib", "mb", "m"}, 1 << 20},
-		{[]string{"kib", "kb", "k"}, 1 << 10},
-		{[]string{"b"}, 1},
-	} {
-		found := false
-		for _, suf := range u.suffixes {
-			if strings.HasSuffix(lower, suf) {
-				t = strings.TrimSpace(t[:len(t)-len(suf)])
-				mult = u.mult
-				found = true
-				break
-			}
-		}
-		if found {
-			break
-		}
-	}
-	n, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("invalid size %q: want a positive number of bytes like 33554432 or 32MiB", s)
-	}
-	if n > (1<<62)/mult {
-		return 0, fmt.Errorf("size %q is too large", s)
-	}
-	return n * mult, nil
-}
-
-// formatSize writes n in the largest unit that divides it (parseSize reads it).
-func formatSize(n int64) string {
-	for _, u := range []struct {
-		suffix string
-		mult   int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n%u.mult == 0 {
-			return strconv.FormatInt(n/u.mult, 10) + u.suffix
-		}
-	}
-	return strconv.FormatInt(n, 10)
+		len(langs), strings.Join(langs, " "), opts.Server.Slots, queue, local.IsolationSummary())
 }

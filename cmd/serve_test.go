@@ -47,15 +47,12 @@ func TestRunServeAnswersAndStops(t *testing.T) {
 	defer cancel()
 	addrCh := make(chan net.Addr, 1)
 	opts := &serveOptions{
-		Listen:          "127.0.0.1:0",
-		MaxConcurrent:   2,
-		MaxQueue:        8,
-		MaxBody:         1 << 20,
-		ShutdownTimeout: 30 * time.Second,
-		LogLevel:        slog.LevelDebug,
-		Sandbox:         sandbox.Options{Isolation: sandbox.IsolationNone},
-		ErrOut:          errOut,
-		Ready:           func(a net.Addr) { addrCh <- a },
+		Listen:   "127.0.0.1:0",
+		Server:   server.Options{Slots: 2, MaxQueue: 8, MaxBodyBytes: 1 << 20, ShutdownTimeout: 30 * time.Second},
+		LogLevel: slog.LevelDebug,
+		Sandbox:  sandbox.Options{Isolation: sandbox.IsolationNone},
+		ErrOut:   errOut,
+		Ready:    func(a net.Addr) { addrCh <- a },
 	}
 	served := make(chan error, 1)
 	go func() { served <- runServe(ctx, opts) }()
@@ -111,8 +108,8 @@ func TestRunServeAddressInUse(t *testing.T) {
 	}
 	defer ln.Close()
 	opts := &serveOptions{
-		Listen: ln.Addr().String(), MaxConcurrent: 1, MaxBody: 1024,
-		ShutdownTimeout: time.Second, Sandbox: sandbox.Options{Isolation: sandbox.IsolationNone}, ErrOut: io.Discard,
+		Listen: ln.Addr().String(), Server: server.Options{Slots: 1, MaxBodyBytes: 1024, ShutdownTimeout: time.Second},
+		Sandbox: sandbox.Options{Isolation: sandbox.IsolationNone}, ErrOut: io.Discard,
 	}
 	if err := runServe(context.Background(), opts); err == nil {
 		t.Error("got nil error serving on an address in use, want one")
@@ -155,32 +152,6 @@ func TestServeFlagValidation(t *testing.T) {
 				t.Errorf("got %T %v, want a *UsageError", err, err)
 			}
 		})
-	}
-}
-
-func TestParseSize(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    int64
-		wantErr bool
-	}{
-		{"1024", 1024, false},
-		{"32MiB", 32 << 20, false},
-		{"32mb", 32 << 20, false},
-		{"8K", 8 << 10, false},
-		{"1 GiB", 1 << 30, false},
-		{"100B", 100, false},
-		{"", 0, true},
-		{"-5", 0, true},
-		{"1.5MiB", 0, true},
-		{"MiB", 0, true},
-		{"99999999999999GiB", 0, true},
-	}
-	for _, tt := range tests {
-		got, err := parseSize(tt.in)
-		if (err != nil) != tt.wantErr || got != tt.want {
-			t.Errorf("parseSize(%q): got %d, %v, want %d (error %v)", tt.in, got, err, tt.want, tt.wantErr)
-		}
 	}
 }
 
@@ -282,15 +253,5 @@ func TestDoctorOnThisHost(t *testing.T) {
 	}
 	if len(rep.Protections) == 0 {
 		t.Error("got no protections")
-	}
-}
-
-func TestDefaultMaxQueueBytes(t *testing.T) {
-	n := server.DefaultMaxQueueBytes()
-	if n < 64<<20 || n > 4<<30 {
-		t.Errorf("got %d, want between 64 MiB and 4 GiB", n)
-	}
-	if got, err := parseSize(formatSize(n)); err != nil || got != n {
-		t.Errorf("parseSize(formatSize(%d)) = %d, %v", n, got, err)
 	}
 }

@@ -10,6 +10,8 @@ package config
 import (
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
 	"os"
 	"runtime"
 	"strconv"
@@ -25,6 +27,7 @@ import (
 	"github.com/verl-score/verl-score/sandbox"
 	"github.com/verl-score/verl-score/sandboxclient"
 	"github.com/verl-score/verl-score/score"
+	"github.com/verl-score/verl-score/server"
 	"github.com/verl-score/verl-score/testcases"
 )
 
@@ -61,6 +64,13 @@ type Config struct {
 	MaxInputErrors  float64
 	PassK           []int
 	CasesOutMaxText int
+
+	// Listen, Server and LogLevel are serve's: the address it listens on,
+	// the server's bounds (its Slots also size the embedded sandbox) and
+	// the level of its log.
+	Listen   string
+	Server   server.Options
+	LogLevel slog.Level
 }
 
 // Command is a set of the commands that have a setting.
@@ -97,6 +107,9 @@ type Setting struct {
 	// Redact, when set, turns a value (each element of a list) into what
 	// may be printed: credentials stay out of `config` output.
 	Redact func(string) string
+	// OldFlags are former flag names, still accepted with a deprecation
+	// notice by the commands where no other setting has that flag.
+	OldFlags []string
 }
 
 // Flag is the setting's command-line flag, without dashes.
@@ -211,7 +224,7 @@ func Settings() []Setting {
 			Usage: "requests in flight across all responses and cases; auto (or auto:N, N the ceiling, default " + strconv.Itoa(DefaultAutoCeiling) + ") sizes each sandbox endpoint's share from its answers"},
 		{Key: "timeout", Default: 10.0, Commands: scoring, Set: to(func(c *Config) *float64 { return &c.Engine.Timeout }, positive[float64]("timeout")),
 			Usage: "compile and run timeout of each case, in seconds"},
-		{Key: "memory_limit_mb", Default: 1024, Commands: scoring, Set: to(func(c *Config) *int { return &c.Engine.MemoryLimitMB }, positive[int]("memory_limit_mb")),
+		{Key: "memory_limit_mb", Default: 1024, Commands: scoring, OldFlags: []string{"memory-limit"}, Set: to(func(c *Config) *int { return &c.Engine.MemoryLimitMB }, positive[int]("memory_limit_mb")),
 			Usage: "memory limit of each case, in MB"},
 		{Key: "mode", Default: "auto", Commands: scoring, Set: parsed(func(c *Config, s string) (err error) { c.Engine.Mode, err = score.ParseMode(s); return }),
 			Usage: "scoring mode: auto (verl's routing by data source), continuous or all"},
@@ -301,17 +314,75 @@ func Settings() []Setting {
 			"(verl-score doctor --seccomp lists it); off, for debugging, starts them without one and warns each time a sandbox starts"},
 		{Key: "fast_paths", Default: true, Commands: sandboxed | Serve, Set: parsed2(func(c *Config, on bool) { c.Sandbox.NoFastPaths = !on }),
 			Usage: "embedded sandbox: fork Python runs from a pre-started interpreter, compile C++ against a precompiled bits/stdc++.h and start javac from a class-data archive (same verdicts; false starts and compiles each plainly)"},
+		{Key: "listen", Default: "127.0.0.1:8080", Commands: Serve, Set: to(func(c *Config) *string { return &c.Listen }, func(a string) error {
+			if _, _, err := net.SplitHostPort(a); err != nil {
+				return fmt.Errorf("listen: %w", err)
+			}
+			return nil
+		}), Usage: "address to listen on (host:port; port 0 picks a free one)"},
+		{Key: "slots", Default: runtime.NumCPU(), Commands: Serve, OldFlags: []string{"max-concurrent"},
+			Set: to(func(c *Config) *int { return &c.Server.Slots }, positive[int]("slots")), Usage: "programs compiled or run at once"},
+		{Key: "max_queue", Default: -1, Commands: Serve, Set: parsed3(func(c *Config, n int) error {
+			// The one translation: the setting says -1 for no bound by
+			// count and 0 for no queue, as a user would; server.Options
+			// keeps Go's useful zero (no bound) and takes -1 for none.
+			switch {
+			case n < -1:
+				return fmt.Errorf("max_queue must be -1 (no bound by count), 0 (no queue) or positive, got %d", n)
+			case n == -1:
+				c.Server.MaxQueue = 0
+			case n == 0:
+				c.Server.MaxQueue = -1
+			default:
+				c.Server.MaxQueue = n
+			}
+			return nil
+		}), Usage: "at most this many requests wait for a free slot (-1: bounded by --max-queue-bytes only; 0: no queue)"},
+		{Key: "max_queue_bytes", Default: FormatSize(server.DefaultMaxQueueBytes()), Commands: Serve, Set: parsed(func(c *Config, s string) (err error) {
+			c.Server.MaxQueueBytes, err = ParseSize(s)
+			if err != nil {
+				return fmt.Errorf("max_queue_bytes: %w", err)
+			}
+			return nil
+		}), Usage: "request bodies that may wait for a free slot, in bytes or with a KiB/MiB/GiB suffix"},
+		{Key: "max_body", Default: FormatSize(server.DefaultMaxBodyBytes), Commands: Serve, Set: parsed(func(c *Config, s string) (err error) {
+			c.Server.MaxBodyBytes, err = ParseSize(s)
+			if err != nil {
+				return fmt.Errorf("max_body: %w", err)
+			}
+			return nil
+		}), Usage: "largest request body accepted (bytes, or with a KiB/MiB/GiB suffix); larger gets 413"},
+		{Key: "shutdown_timeout", Default: server.DefaultShutdownTimeout.String(), Commands: Serve, Set: parsed(func(c *Config, s string) error {
+			d, err := time.ParseDuration(strings.TrimSpace(s))
+			if err != nil || d <= 0 {
+				return fmt.Errorf("shutdown_timeout must be a positive duration such as 30s or 2m, got %q", s)
+			}
+			c.Server.ShutdownTimeout = d
+			return nil
+		}), Usage: "how long a shutdown waits for runs in progress"},
+		{Key: "log_level", Default: "info", Commands: Serve, Set: parsed(func(c *Config, s string) error {
+			switch strings.ToLower(s) {
+			case "info":
+				c.LogLevel = slog.LevelInfo
+			case "debug":
+				c.LogLevel = slog.LevelDebug
+			default:
+				return fmt.Errorf("log_level must be info or debug, got %q", s)
+			}
+			return nil
+		}), Usage: "info, or debug for one line per request"},
 	}
+}
+
+// parsed3 stores an int through set, which checks it.
+func parsed3(set func(c *Config, n int) error) func(*Config, any) error {
+	return func(c *Config, v any) error { return set(c, v.(int)) }
 }
 
 // parsed2 stores a bool through set.
 func parsed2(set func(c *Config, on bool)) func(*Config, any) error {
 	return func(c *Config, v any) error { set(c, v.(bool)); return nil }
 }
-
-// flagAliases are old flag names still accepted, mapped to the current
-// ones (which match the keys).
-var flagAliases = map[string]string{"memory-limit": "memory-limit-mb"}
 
 // envPrefix is the prefix of the environment variables read.
 const envPrefix = "VERL_SCORE"
@@ -346,12 +417,19 @@ func AddFlags(fs *pflag.FlagSet, cmd Command) *Loader {
 			fs.StringArray(s.Flag(), d, s.Usage)
 		}
 	}
-	fs.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
-		if n, ok := flagAliases[name]; ok {
-			return pflag.NormalizedName(n)
+	// The old names come after every current one, so that a name another
+	// setting of this command has now stays that setting's.
+	for _, s := range Settings() {
+		for _, old := range s.OldFlags {
+			if !l.has(s) || fs.Lookup(old) != nil {
+				continue
+			}
+			f := *fs.Lookup(s.Flag())
+			f.Name, f.Shorthand, f.Usage = old, "", "old name of --"+s.Flag()
+			fs.AddFlag(&f) // shares the current flag's value
+			fs.MarkDeprecated(old, "use --"+s.Flag())
 		}
-		return pflag.NormalizedName(name)
-	})
+	}
 	fs.String("config", "", "config file (YAML, JSON or TOML) with the keys that \"verl-score config\" lists; default ./verl-score.yaml if present")
 	return l
 }
@@ -365,6 +443,9 @@ func (l *Loader) Load() (*Config, error) {
 	v := l.v
 	for _, s := range Settings() {
 		if l.has(s) {
+			if old := l.oldFlag(s); old != nil {
+				l.flags.Lookup(s.Flag()).Changed = true // given by its old name
+			}
 			if err := v.BindPFlag(s.Key, l.flags.Lookup(s.Flag())); err != nil {
 				return nil, err
 			}
@@ -533,10 +614,23 @@ type fileError struct{ err error }
 func (e *fileError) Error() string   { return e.err.Error() }
 func (e *fileError) Unwrap() []error { return []error{e.err, ErrConfigFile} }
 
+// oldFlag is the old flag of s that the command line gave, if any.
+func (l *Loader) oldFlag(s Setting) *pflag.Flag {
+	for _, old := range s.OldFlags {
+		if f := l.flags.Lookup(old); f != nil && f.Changed && f.Value == l.flags.Lookup(s.Flag()).Value {
+			return f
+		}
+	}
+	return nil
+}
+
 // Source says where the value of key came from.
 func (l *Loader) Source(key string) string {
 	for _, s := range Settings() {
 		if s.Key == key && l.has(s) {
+			if f := l.oldFlag(s); f != nil {
+				return "flag --" + f.Name
+			}
 			if f := l.flags.Lookup(s.Flag()); f != nil && f.Changed {
 				return "flag --" + s.Flag()
 			}

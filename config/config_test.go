@@ -6,12 +6,15 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spf13/pflag"
+
 	"github.com/verl-score/verl-score/score"
+	"github.com/verl-score/verl-score/server"
 )
 
 func load(t *testing.T, args []string) (*Config, *Loader, error) {
@@ -156,19 +159,23 @@ func TestFlagAlias(t *testing.T) {
 // Each setting is declared once and reaches the Config: given through its
 // environment variable a value other than its default, the loaded Config
 // differs from the defaults' (a setting whose Set stores nothing fails).
-// Every setting is one of run's (`verl-score config` shows run's).
+// Every setting is some command's, and `verl-score config` lists it.
 func TestEverySettingReachesTheConfig(t *testing.T) {
 	other := map[string]string{ // values of the settings whose default cannot be bumped blindly
 		"mode": "all", "extract": "prime", "compare": "tokens", "data_source_key": "src", "infra_errors": "mask",
 		"pass_k": "1,3", "isolation": "none", "language": "cpp", "max_concurrent": "auto:32", "outage_grace": "5s", "seccomp": "off",
+		"listen": "0.0.0.0:9000", "max_queue": "5", "max_queue_bytes": "1MiB", "max_body": "1MiB", "shutdown_timeout": "5s", "log_level": "debug",
 	}
-	base, _, err := load(t, nil)
+	base, baseLoader, err := load(t, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, st := range Settings() {
-		if st.Commands&Run == 0 {
-			t.Errorf("setting %q is not one of run's", st.Key)
+		if st.Commands == 0 {
+			t.Errorf("setting %q is no command's", st.Key)
+		}
+		if !slices.ContainsFunc(baseLoader.Effective(), func(e Entry) bool { return e.Key == st.Key }) {
+			t.Errorf("verl-score config does not list %q", st.Key)
 		}
 		val, ok := other[st.Key]
 		if !ok {
@@ -195,6 +202,46 @@ func TestEverySettingReachesTheConfig(t *testing.T) {
 				t.Errorf("%s=%s left the Config as the defaults have it", envName(st.Key), val)
 			}
 		})
+	}
+}
+
+// TestServeSettings: serve's settings come from flags (its old
+// --max-concurrent too), the environment and the file like the others,
+// and max_queue's -1 and 0 reach server.Options as its no bound and none.
+func TestServeSettings(t *testing.T) {
+	serve := func(t *testing.T, args ...string) (*Config, *Loader) {
+		t.Helper()
+		fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+		l := AddFlags(fs, Serve)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		c, err := l.Load()
+		if err != nil {
+			t.Fatalf("%q: %v", args, err)
+		}
+		return c, l
+	}
+	c, l := serve(t, "--max-concurrent", "3")
+	if c.Server.Slots != 3 || l.Source("slots") != "flag --max-concurrent" {
+		t.Errorf("--max-concurrent 3: slots %d from %s", c.Server.Slots, l.Source("slots"))
+	}
+	if c, _ := serve(t, "--max-queue", "0"); c.Server.MaxQueue != -1 {
+		t.Errorf("--max-queue 0 (no queue): server.Options.MaxQueue %d, want -1", c.Server.MaxQueue)
+	}
+	if c, _ := serve(t); c.Server.MaxQueue != 0 || c.Server.MaxQueueBytes != server.DefaultMaxQueueBytes() {
+		t.Errorf("default queue: %d requests, %d bytes", c.Server.MaxQueue, c.Server.MaxQueueBytes)
+	}
+	t.Setenv("VERL_SCORE_SLOTS", "5")
+	t.Setenv("VERL_SCORE_SHUTDOWN_TIMEOUT", "7s")
+	c, l = serve(t, "--max-body", "1KiB")
+	if c.Server.Slots != 5 || c.Server.ShutdownTimeout != 7*time.Second || c.Server.MaxBodyBytes != 1024 || l.Source("slots") != "env VERL_SCORE_SLOTS" {
+		t.Errorf("from the environment: %+v (slots from %s)", c.Server, l.Source("slots"))
+	}
+	// run keeps its own --max-concurrent: requests in flight.
+	c, _, err := load(t, []string{"--max-concurrent", "7"})
+	if err != nil || c.Engine.MaxConcurrent != 7 || c.Server.Slots != 5 {
+		t.Errorf("run --max-concurrent 7: engine %d, slots %d, %v", c.Engine.MaxConcurrent, c.Server.Slots, err)
 	}
 }
 
@@ -264,5 +311,41 @@ func TestConcurrencyAndGraceValues(t *testing.T) {
 		if _, err := parseGrace(in); err == nil || !strings.Contains(err.Error(), "outage_grace") {
 			t.Errorf("parseGrace(%q): %v, want an error naming outage_grace", in, err)
 		}
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    int64
+		wantErr bool
+	}{
+		{"1024", 1024, false},
+		{"32MiB", 32 << 20, false},
+		{"32mb", 32 << 20, false},
+		{"8K", 8 << 10, false},
+		{"1 GiB", 1 << 30, false},
+		{"100B", 100, false},
+		{"", 0, true},
+		{"-5", 0, true},
+		{"1.5MiB", 0, true},
+		{"MiB", 0, true},
+		{"99999999999999GiB", 0, true},
+	}
+	for _, tt := range tests {
+		got, err := ParseSize(tt.in)
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("ParseSize(%q): got %d, %v, want %d (error %v)", tt.in, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+func TestDefaultMaxQueueBytes(t *testing.T) {
+	n := server.DefaultMaxQueueBytes()
+	if n < 64<<20 || n > 4<<30 {
+		t.Errorf("got %d, want between 64 MiB and 4 GiB", n)
+	}
+	if got, err := ParseSize(FormatSize(n)); err != nil || got != n {
+		t.Errorf("ParseSize(FormatSize(%d)) = %d, %v", n, got, err)
 	}
 }

@@ -42,7 +42,7 @@ var pytestTime = regexp.MustCompile(` in [0-9.]+s =`)
 // path would use.
 func newLocalServer(t *testing.T, opts server.Options) (*Local, *sandboxclient.HTTPClient) {
 	t.Helper()
-	local, err := New(Options{Concurrency: opts.MaxInFlight, Warn: io.Discard})
+	local, err := New(Options{Concurrency: opts.Slots, Warn: io.Discard})
 	if err != nil {
 		t.Fatalf("sandbox.New: %v", err)
 	}
@@ -51,7 +51,7 @@ func newLocalServer(t *testing.T, opts server.Options) (*Local, *sandboxclient.H
 	t.Cleanup(srv.Close)
 	hc, err := sandboxclient.NewHTTPClient(sandboxclient.HTTPOptions{
 		URL:      srv.URL + "/run_code",
-		MaxConns: opts.MaxInFlight + opts.MaxQueue,
+		MaxConns: opts.Slots + opts.MaxQueue,
 		Retry:    sandboxclient.VerlRetryPolicy(),
 	})
 	if err != nil {
@@ -74,7 +74,7 @@ func TestServeLanguageCasesEndToEnd(t *testing.T) {
 // serveMatrix runs cases through the HTTP server and directly through
 // Local: both must give each case's verdict, with the same statuses.
 func serveMatrix(t *testing.T, cases []lang.Case) {
-	local, hc := newLocalServer(t, server.Options{MaxInFlight: 2, MaxQueue: 64})
+	local, hc := newLocalServer(t, server.Options{Slots: 2, MaxQueue: 64})
 	if len(cases) == 0 {
 		t.Fatal("no cases")
 	}
@@ -121,7 +121,7 @@ func TestServeConcurrentEchoEndToEnd(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 not installed")
 	}
-	_, hc := newLocalServer(t, server.Options{MaxInFlight: 2, MaxQueue: 64})
+	_, hc := newLocalServer(t, server.Options{Slots: 2, MaxQueue: 64})
 	const n = 64
 	errs := make(chan error, n)
 	var wg sync.WaitGroup
@@ -153,7 +153,7 @@ func TestServeConcurrentEchoEndToEnd(t *testing.T) {
 // TestServeUnknownLanguageEndToEnd: the HTTP client sees a non-2xx answer
 // (an API error, verdict -1), as with a real SandboxFusion server.
 func TestServeUnknownLanguageEndToEnd(t *testing.T) {
-	_, hc := newLocalServer(t, server.Options{MaxInFlight: 1})
+	_, hc := newLocalServer(t, server.Options{Slots: 1})
 	stdin := ""
 	resp, err := hc.Run(context.Background(), &sandboxclient.Request{
 		CompileTimeout: 10, RunTimeout: 10, MemoryLimitMB: 1024, Language: "cobol", Code: "x", Stdin: &stdin,
@@ -185,7 +185,7 @@ func BenchmarkPythonEcho(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer local.Close()
-	srv := httptest.NewServer(server.New(local, server.Options{MaxInFlight: 2}).Handler())
+	srv := httptest.NewServer(server.New(local, server.Options{Slots: 2}).Handler())
 	defer srv.Close()
 	hc, err := sandboxclient.NewHTTPClient(sandboxclient.HTTPOptions{URL: srv.URL + "/run_code", MaxConns: 2, Retry: sandboxclient.VerlRetryPolicy()})
 	if err != nil {

@@ -97,7 +97,7 @@ func TestVerlConcurrencyAgainstDefaults(t *testing.T) {
 		t.Skip("no /usr/bin/python3")
 	}
 	l := newLocal(t, Options{Concurrency: 2})
-	srv := httptest.NewServer(server.New(l, server.Options{MaxInFlight: 2}).Handler())
+	srv := httptest.NewServer(server.New(l, server.Options{Slots: 2}).Handler())
 	defer srv.Close()
 	const n = 256
 	out, err := exec.Command("/usr/bin/python3", "-c", verlLoadClient, srv.URL+"/run_code", strconv.Itoa(n)).CombinedOutput()

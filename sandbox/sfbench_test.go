@@ -33,7 +33,7 @@ func BenchmarkServeVsSandboxFusion(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer local.Close()
-	srv := httptest.NewServer(server.New(local, server.Options{MaxInFlight: clients}).Handler())
+	srv := httptest.NewServer(server.New(local, server.Options{Slots: clients}).Handler())
 	defer srv.Close()
 	client := func(url string) *sandboxclient.HTTPClient {
 		hc, err := sandboxclient.NewHTTPClient(sandboxclient.HTTPOptions{URL: url, MaxConns: clients})

@@ -194,7 +194,7 @@ func TestSandboxFusionRunnerCases(t *testing.T) {
 
 // serveSFRunnerCases sends each case through `serve`, one at a time.
 func serveSFRunnerCases(t *testing.T, cases []sfRunnerCase) {
-	local, hc := newLocalServer(t, server.Options{MaxInFlight: 2, MaxQueue: 16})
+	local, hc := newLocalServer(t, server.Options{Slots: 2, MaxQueue: 16})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			needTools(t, local, c.language)
@@ -355,7 +355,7 @@ print("Test Passed" if "special string" in body else "Test Failed")
 // not handed to the next run, so no closing connection of one run is left
 // in the next).
 func TestServeLoopback(t *testing.T) {
-	local, hc := newLocalServer(t, server.Options{MaxInFlight: 2, MaxQueue: 16})
+	local, hc := newLocalServer(t, server.Options{Slots: 2, MaxQueue: 16})
 	if !local.j.Iso.NetNS {
 		t.Skip("no network namespace on this host")
 	}
@@ -393,7 +393,7 @@ func TestServeLoopback(t *testing.T) {
 // at absolute paths, which exist only in the run's own view: not on the
 // host, not in the next run, and never in the system's tree.
 func TestServeAbsoluteFiles(t *testing.T) {
-	local, hc := newLocalServer(t, server.Options{MaxInFlight: 2, MaxQueue: 16})
+	local, hc := newLocalServer(t, server.Options{Slots: 2, MaxQueue: 16})
 	needContained(t, local)
 	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 	run := func(req *sandboxclient.Request) *sandboxclient.Response {
@@ -476,7 +476,7 @@ func TestServeAbsoluteFiles(t *testing.T) {
 // TestServeJavaRequestJars: as on SandboxFusion, a jar among the request's
 // files is on a java program's class path, for its compile and its run.
 func TestServeJavaRequestJars(t *testing.T) {
-	local, hc := newLocalServer(t, server.Options{MaxInFlight: 2, MaxQueue: 16})
+	local, hc := newLocalServer(t, server.Options{Slots: 2, MaxQueue: 16})
 	needTools(t, local, "java")
 	jarTool := filepath.Join(filepath.Dir(local.tools["javac"]), "jar")
 	if _, err := os.Stat(jarTool); err != nil {

@@ -40,8 +40,8 @@ const (
 
 // Options tune a Server. Zero values take the documented defaults.
 type Options struct {
-	// MaxInFlight is how many requests run at once (default: NumCPU).
-	MaxInFlight int
+	// Slots is how many requests run at once (default: NumCPU).
+	Slots int
 	// MaxQueueBytes bounds the request bodies waiting for a run slot
 	// (default DefaultMaxQueueBytes()); a request that would go beyond it
 	// gets 503 with Retry-After: 1. Waiting requests are bounded by memory,
@@ -90,8 +90,8 @@ type Server struct {
 
 // New returns a server that runs every request with c.
 func New(c sandboxclient.Client, opts Options) *Server {
-	if opts.MaxInFlight <= 0 {
-		opts.MaxInFlight = runtime.NumCPU()
+	if opts.Slots <= 0 {
+		opts.Slots = runtime.NumCPU()
 	}
 	if opts.MaxQueueBytes <= 0 {
 		opts.MaxQueueBytes = DefaultMaxQueueBytes()
@@ -109,7 +109,7 @@ func New(c sandboxclient.Client, opts Options) *Server {
 	return &Server{
 		client:  c,
 		opts:    opts,
-		slots:   make(chan struct{}, opts.MaxInFlight),
+		slots:   make(chan struct{}, opts.Slots),
 		metrics: newServerMetrics(),
 		log:     log,
 	}
@@ -209,14 +209,14 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", s.retryAfter())
 	}
 	w.WriteHeader(code)
-	fmt.Fprintf(w, `{"status":%q,"slots":%d,"running":%d,"waiting":%d}`+"\n", status, s.opts.MaxInFlight, len(s.slots), s.waiting.Load())
+	fmt.Fprintf(w, `{"status":%q,"slots":%d,"running":%d,"waiting":%d}`+"\n", status, s.opts.Slots, len(s.slots), s.waiting.Load())
 }
 
 // loadHeaders tells a client the server's load (sandboxclient's
 // SlotsHeader, RunningHeader, WaitingHeader).
 func (s *Server) loadHeaders(w http.ResponseWriter) {
 	h := w.Header()
-	h.Set(sandboxclient.SlotsHeader, strconv.Itoa(s.opts.MaxInFlight))
+	h.Set(sandboxclient.SlotsHeader, strconv.Itoa(s.opts.Slots))
 	h.Set(sandboxclient.RunningHeader, strconv.Itoa(len(s.slots)))
 	h.Set(sandboxclient.WaitingHeader, strconv.FormatInt(s.waiting.Load(), 10))
 }
@@ -249,7 +249,7 @@ func (s *Server) retryAfter() string {
 	if mean <= 0 {
 		return "1"
 	}
-	ahead := float64(s.waiting.Load()+1) / float64(s.opts.MaxInFlight)
+	ahead := float64(s.waiting.Load()+1) / float64(s.opts.Slots)
 	secs := int(math.Ceil(ahead * mean.Seconds()))
 	return strconv.Itoa(min(max(secs, 1), 30))
 }

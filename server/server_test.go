@@ -414,10 +414,10 @@ func TestRunCodeClientErrorIsSandboxError(t *testing.T) {
 }
 
 func TestRunCodeQueueOverflow(t *testing.T) {
-	t.Run("count", func(t *testing.T) { testQueueOverflow(t, Options{MaxInFlight: 1, MaxQueue: 1}) })
+	t.Run("count", func(t *testing.T) { testQueueOverflow(t, Options{Slots: 1, MaxQueue: 1}) })
 	// Room for one waiting body, not two.
 	t.Run("bytes", func(t *testing.T) {
-		testQueueOverflow(t, Options{MaxInFlight: 1, MaxQueueBytes: int64(len(pythonHello)*2 - 1)})
+		testQueueOverflow(t, Options{Slots: 1, MaxQueueBytes: int64(len(pythonHello)*2 - 1)})
 	})
 }
 
@@ -506,7 +506,7 @@ func health(t *testing.T, url string, code int, status string) *http.Response {
 // and the fleet's client reads it.
 func TestQueueWaitIsTold(t *testing.T) {
 	block := newBlockingClient()
-	s := New(block, Options{MaxInFlight: 1})
+	s := New(block, Options{Slots: 1})
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
 	c, err := sandboxclient.NewHTTPClient(sandboxclient.HTTPOptions{URL: srv.URL})
@@ -540,7 +540,7 @@ func TestQueueWaitIsTold(t *testing.T) {
 
 func TestRunCodeClientDisconnectCancels(t *testing.T) {
 	block := newBlockingClient()
-	s := New(block, Options{MaxInFlight: 1, MaxQueue: 4})
+	s := New(block, Options{Slots: 1, MaxQueue: 4})
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
 
@@ -653,7 +653,7 @@ func TestMetricsAfterRequests(t *testing.T) {
 
 func TestServeGracefulShutdown(t *testing.T) {
 	block := newBlockingClient()
-	s := New(block, Options{MaxInFlight: 2})
+	s := New(block, Options{Slots: 2})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
@@ -766,7 +766,7 @@ func TestListenAndServeBadAddress(t *testing.T) {
 }
 
 func TestServerConcurrentEcho(t *testing.T) {
-	srv := httptest.NewServer(New(echoClient(), Options{MaxInFlight: 4, MaxQueue: 64}).Handler())
+	srv := httptest.NewServer(New(echoClient(), Options{Slots: 4, MaxQueue: 64}).Handler())
 	defer srv.Close()
 	const n = 64
 	var wg sync.WaitGroup
@@ -822,7 +822,7 @@ func dump(v any) string {
 
 func TestRunCodeNoQueue(t *testing.T) {
 	block := newBlockingClient()
-	s := New(block, Options{MaxInFlight: 1, MaxQueue: -1})
+	s := New(block, Options{Slots: 1, MaxQueue: -1})
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
 
@@ -850,7 +850,7 @@ func TestRunCodeNoQueue(t *testing.T) {
 // BenchmarkServerOverhead measures what the HTTP layer adds per request
 // (JSON in and out, queue, metrics) with a client that answers at once.
 func BenchmarkServerOverhead(b *testing.B) {
-	srv := httptest.NewServer(New(echoClient(), Options{MaxInFlight: 8, MaxQueue: 64}).Handler())
+	srv := httptest.NewServer(New(echoClient(), Options{Slots: 8, MaxQueue: 64}).Handler())
 	defer srv.Close()
 	hc, err := sandboxclient.NewHTTPClient(sandboxclient.HTTPOptions{URL: srv.URL + "/run_code", MaxConns: 8, Retry: sandboxclient.VerlRetryPolicy()})
 	if err != nil {
