@@ -38,6 +38,6 @@ The same keys are used in config files.` + configExitHelp,
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
-	loader = config.AddFlags(c.Flags(), config.Run)
+	loader = config.AddFlags(c.Flags(), config.Run|config.Serve)
 	return c
 }

@@ -76,7 +76,7 @@ type Config struct {
 // Command is a set of the commands that have a setting.
 type Command uint
 
-// The commands with settings. `verl-score config` shows Run's.
+// The commands with settings. `verl-score config` shows Run's and Serve's.
 const (
 	Run Command = 1 << iota
 	Check
@@ -657,10 +657,14 @@ type Entry struct {
 	Source string `json:"source"`
 }
 
-// Effective lists every key with its value and source.
+// Effective lists every key of the loader's commands with its value and
+// source.
 func (l *Loader) Effective() []Entry {
 	var out []Entry
 	for _, s := range Settings() {
+		if !l.has(s) {
+			continue
+		}
 		var val any = l.v.Get(s.Key)
 		if _, list := s.Default.([]string); list {
 			vals := l.v.GetStringSlice(s.Key)

@@ -174,7 +174,11 @@ func TestEverySettingReachesTheConfig(t *testing.T) {
 		if st.Commands == 0 {
 			t.Errorf("setting %q is no command's", st.Key)
 		}
-		if !slices.ContainsFunc(baseLoader.Effective(), func(e Entry) bool { return e.Key == st.Key }) {
+		if !slices.ContainsFunc(baseLoader.Effective(), func(e Entry) bool { return e.Key == st.Key }) && st.Commands&Run != 0 {
+			t.Errorf("run's provenance does not list %q", st.Key)
+		}
+		fs := pflag.NewFlagSet("config", pflag.ContinueOnError)
+		if !slices.ContainsFunc(AddFlags(fs, Run|Serve).Effective(), func(e Entry) bool { return e.Key == st.Key }) {
 			t.Errorf("verl-score config does not list %q", st.Key)
 		}
 		val, ok := other[st.Key]
