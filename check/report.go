@@ -9,7 +9,9 @@ package check
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -364,8 +366,8 @@ func (b *builder) add(it *Item, withTransitions bool) {
 // finish sorts and totals the report.
 func (b *builder) finish() *Report {
 	r := b.r
-	for kind, n := range b.noteSeen {
-		if n > 5 {
+	for _, kind := range slices.Sorted(maps.Keys(b.noteSeen)) {
+		if n := b.noteSeen[kind]; n > 5 {
 			r.Notes = append(r.Notes, fmt.Sprintf("(%d more notes like the above: %s)", n-5, kind))
 		}
 	}
@@ -373,7 +375,10 @@ func (b *builder) finish() *Report {
 		if s.both > 0 {
 			s.MeanReference = s.sumRef / float64(s.both)
 			s.MeanNew = s.sumNew / float64(s.both)
-			for _, rm := range s.rows {
+			// In row order: a float sum taken in the map's order would
+			// move in its last digit from one run to the next.
+			for _, row := range slices.Sorted(maps.Keys(s.rows)) {
+				rm := s.rows[row]
 				s.PromptMeanReference += rm.ref / float64(rm.n)
 				s.PromptMeanNew += rm.new / float64(rm.n)
 			}

@@ -23,7 +23,7 @@ import (
 
 	"github.com/verl-score/verl-score/config"
 	"github.com/verl-score/verl-score/job"
-	"github.com/verl-score/verl-score/rollout"
+	"github.com/verl-score/verl-score/results"
 	"github.com/verl-score/verl-score/sandbox"
 	"github.com/verl-score/verl-score/sandboxclient"
 	"github.com/verl-score/verl-score/server"
@@ -998,11 +998,11 @@ func TestRunRecordsProvenance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kv := pf.MetaData().KeyValueMetadata().FindValue(job.ProvenanceKey)
+	kv := pf.MetaData().KeyValueMetadata().FindValue(results.ProvenanceKey)
 	pf.Close()
 	var fromParquet job.Provenance
 	if kv == nil || json.Unmarshal([]byte(*kv), &fromParquet) != nil || fromParquet.Started != p.Started || len(fromParquet.Toolchains) == 0 {
-		t.Errorf("parquet metadata %s = %v", job.ProvenanceKey, kv)
+		t.Errorf("parquet metadata %s = %v", results.ProvenanceKey, kv)
 	}
 	c, _ := os.ReadFile(cases)
 	first, _, _ := strings.Cut(string(c), "\n")
@@ -1028,18 +1028,15 @@ func TestRunRecordsProvenance(t *testing.T) {
 	}
 	json.Unmarshal([]byte(stdout), &sum2)
 	n := 0
-	kvs, err := rollout.ReadCasesParquet(pcases, func(line []byte) error {
-		var c struct {
-			Verdict *int `json:"verdict"`
-		}
-		if json.Unmarshal(line, &c) != nil || c.Verdict == nil {
-			t.Errorf("case read back without a verdict: %s", line)
+	prov, err := results.ReadCases(pcases, func(c *results.Case) error {
+		if c.Status == "" {
+			t.Errorf("case read back without a status: %+v", c)
 		}
 		n++
 		return nil
 	})
-	if err != nil || n == 0 || n != sum2.Overall.Cases || !strings.Contains(kvs[job.ProvenanceKey], `"tool":"verl-score"`) {
-		t.Errorf("parquet cases file: %v, %d cases read back of %d, metadata %v", err, n, sum2.Overall.Cases, kvs)
+	if err != nil || n == 0 || n != sum2.Overall.Cases || !strings.Contains(string(prov), `"tool":"verl-score"`) {
+		t.Errorf("parquet cases file: %v, %d cases read back of %d, provenance %s", err, n, sum2.Overall.Cases, prov)
 	}
 	if code, _, stderr := run(context.Background(), "report", filepath.Join(dir, "out2.jsonl"), "--cases", pcases, "-o", filepath.Join(dir, "r2.html")); code != ExitOK {
 		t.Errorf("report on a parquet cases file: exit %d: %s", code, stderr)

@@ -9,10 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
+
 	"time"
 
 	"github.com/verl-score/verl-score/atomicfile"
+	"github.com/verl-score/verl-score/results"
 	"github.com/verl-score/verl-score/rollout"
 )
 
@@ -304,56 +305,24 @@ func openShard(output string) (*shardInput, error) {
 	return &shardInput{output: output, hdr: hdr, recs: r, f: f}, nil
 }
 
-// concatFiles writes the files one after the other into out, atomically.
+// concatFiles writes the cases of the cases files, in order, into out,
+// atomically, with the first one's provenance.
 func concatFiles(out string, files []string) error {
-	if strings.EqualFold(filepath.Ext(out), ".parquet") {
-		return concatParquetCases(out, files)
+	if len(files) == 0 {
+		return fmt.Errorf("merge: no cases files to join into %s", out)
 	}
-	af, err := atomicfile.Create(out, 0o644)
-	if err != nil {
-		return err
-	}
-	for i, p := range files {
-		f, err := os.Open(p)
-		if err != nil {
-			af.Abort()
-			return fmt.Errorf("merge: %w", err)
-		}
-		// Each shard's cases file may open with its provenance line; the
-		// merged file keeps the first shard's.
-		br := bufio.NewReader(f)
-		if head, _ := br.Peek(len(provenancePrefix)); i > 0 && string(head) == provenancePrefix {
-			if _, err := br.ReadBytes('\n'); err != nil {
-				f.Close()
-				af.Abort()
-				return fmt.Errorf("merge: %s: %w", p, err)
-			}
-		}
-		_, err = io.Copy(af, br)
-		f.Close()
-		if err != nil {
-			af.Abort()
-			return fmt.Errorf("merge: %s: %w", p, err)
-		}
-	}
-	return af.Commit()
-}
-
-// concatParquetCases writes the cases of parquet cases files, in order,
-// into one, with the first one's provenance.
-func concatParquetCases(out string, files []string) error {
-	w, err := rollout.CreateCasesParquet(out)
+	prov, err := results.CasesProvenance(files[0])
 	if err != nil {
 		return fmt.Errorf("merge: %w", err)
 	}
-	for i, p := range files {
-		kv, err := rollout.ReadCasesParquet(p, w.WriteLine)
-		if err != nil {
+	w, err := results.CreateCases(out, prov)
+	if err != nil {
+		return fmt.Errorf("merge: %w", err)
+	}
+	for _, p := range files {
+		if _, err := results.ReadCases(p, w.Write); err != nil {
 			w.Abort()
 			return fmt.Errorf("merge: %w", err)
-		}
-		if v, ok := kv[ProvenanceKey]; ok && i == 0 {
-			w.SetKeyValue(ProvenanceKey, v)
 		}
 	}
 	return w.Commit()

@@ -3,6 +3,7 @@ package job
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -136,7 +137,7 @@ func TestConcatKeepsOneProvenanceLine(t *testing.T) {
 	var files []string
 	for i := range 3 {
 		p := filepath.Join(dir, fmt.Sprintf("c%d.jsonl", i))
-		line, _ := provenanceLine(&Provenance{Tool: "verl-score", Started: fmt.Sprint(i)})
+		line, _ := json.Marshal(map[string]any{"provenance": &Provenance{Tool: "verl-score", Started: fmt.Sprint(i)}})
 		os.WriteFile(p, []byte(string(line)+"\n"+fmt.Sprintf(`{"row": %d}`, i)+"\n"), 0o644)
 		files = append(files, p)
 	}

@@ -1,14 +1,13 @@
 package job
 
 import (
-	"encoding/json"
 	"slices"
 )
 
 // Provenance says how an output was made: by which build, when, where,
 // with which settings (secrets redacted) and against which sandbox. run
 // puts it in the summary JSON (provenance), in a parquet output's
-// key-value metadata (ProvenanceKey) and as the first line of the cases
+// key-value metadata (results.ProvenanceKey) and as the first line of the cases
 // file ({"provenance": ...}).
 type Provenance struct {
 	Tool    string `json:"tool"`
@@ -42,10 +41,6 @@ type Toolchain struct {
 	Version  string `json:"version"`
 }
 
-// ProvenanceKey is the parquet key-value metadata key of a run's
-// provenance (JSON).
-const ProvenanceKey = "verl_score.provenance"
-
 // finishProvenance fills in the toolchains of the languages the run used.
 func (r *runner) finishProvenance() {
 	prov := r.opts.Provenance
@@ -58,14 +53,4 @@ func (r *runner) finishProvenance() {
 	}
 	slices.Sort(langs)
 	prov.Toolchains = r.opts.Toolchains(langs)
-}
-
-// provenancePrefix is how the cases file's provenance line begins.
-const provenancePrefix = `{"provenance":`
-
-// provenanceLine is the cases file's first line.
-func provenanceLine(prov *Provenance) ([]byte, error) {
-	return json.Marshal(struct {
-		Provenance *Provenance `json:"provenance"`
-	}{prov})
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/verl-score/verl-score/atomicfile"
 	"github.com/verl-score/verl-score/feed"
+	"github.com/verl-score/verl-score/results"
 	"github.com/verl-score/verl-score/rollout"
 	"github.com/verl-score/verl-score/sandboxclient"
 	"github.com/verl-score/verl-score/score"
@@ -186,7 +187,7 @@ type runner struct {
 	rd        rollout.Reader
 	feedRd    rollout.Reader // rd, or its shard
 	w         rollout.Writer
-	cw        *casesWriter
+	cw        results.CaseWriter
 	jr        *journal
 	committed bool
 
@@ -302,7 +303,7 @@ func (r *runner) open() error {
 		return err
 	}
 	if opts.CasesOut != "" {
-		if r.cw, err = newCasesWriter(opts.CasesOut, opts.Provenance); err != nil {
+		if r.cw, err = createCases(opts.CasesOut, opts.Provenance); err != nil {
 			return err
 		}
 	}
@@ -336,7 +337,7 @@ func (r *runner) release() {
 			_ = r.w.Abort()
 		}
 		if r.cw != nil {
-			r.cw.abort()
+			r.cw.Abort()
 		}
 		if r.jr != nil {
 			r.jr.close()
@@ -620,7 +621,7 @@ func (r *runner) writeRows(bs *batchState, n int) error {
 		r.sum.add(rec, r.opts.MaskInfra)
 		r.unwritten -= bs.sols[i]
 		if r.cw != nil {
-			if err := r.cw.writeRow(rec); err != nil {
+			if err := writeCases(r.cw, rec); err != nil {
 				return err
 			}
 		}
@@ -649,7 +650,7 @@ func (r *runner) finishSummary(interrupted bool, took time.Duration) {
 	if r.opts.Provenance != nil {
 		if kv, ok := r.w.(interface{ SetKeyValue(k, v string) }); ok {
 			b, _ := json.Marshal(r.opts.Provenance)
-			kv.SetKeyValue(ProvenanceKey, string(b))
+			kv.SetKeyValue(results.ProvenanceKey, string(b))
 		}
 	}
 }
@@ -669,7 +670,7 @@ func (r *runner) commit(interrupted bool) error {
 	}
 	r.committed = true
 	if r.cw != nil {
-		if err := r.cw.commit(); err != nil {
+		if err := r.cw.Commit(); err != nil {
 			return err
 		}
 	}
@@ -721,83 +722,33 @@ func cut(s *string, max int) *string {
 	return &c
 }
 
-// casesWriter writes one JSON line per case, or one parquet row per case
-// when the path ends in .parquet (rollout.CasesSchema).
-type casesWriter struct {
-	path string
-	af   *atomicfile.File
-	pq   *rollout.CasesParquet
-}
-
-func newCasesWriter(path string, prov *Provenance) (*casesWriter, error) {
-	if strings.EqualFold(filepath.Ext(path), ".parquet") {
-		pq, err := rollout.CreateCasesParquet(path)
+// createCases starts the --cases-out file, with the run's provenance.
+func createCases(path string, prov *Provenance) (results.CaseWriter, error) {
+	var raw json.RawMessage
+	if prov != nil {
+		b, err := json.Marshal(prov)
 		if err != nil {
-			return nil, fmt.Errorf("cases output: %w", err)
+			return nil, err
 		}
-		if prov != nil {
-			b, _ := json.Marshal(prov)
-			pq.SetKeyValue(ProvenanceKey, string(b))
-		}
-		return &casesWriter{path: path, pq: pq}, nil
+		raw = b
 	}
-	af, err := atomicfile.Create(path, 0o644)
+	w, err := results.CreateCases(path, raw)
 	if err != nil {
 		return nil, fmt.Errorf("cases output: %w", err)
 	}
-	if prov != nil {
-		b, err := provenanceLine(prov)
-		if err != nil {
-			af.Abort()
-			return nil, err
-		}
-		af.Write(append(b, '\n'))
-	}
-	return &casesWriter{path: path, af: af}, nil
+	return w, nil
 }
 
-type caseLine struct {
-	Row           int    `json:"row"`
-	ResponseIndex int    `json:"response_index"`
-	DataSource    string `json:"data_source"`
-	verdict.Case
-}
-
-func (c *casesWriter) writeRow(rec *rowRecord) error {
+// writeCases writes the cases of a row's responses.
+func writeCases(w results.CaseWriter, rec *rowRecord) error {
 	for j, cases := range rec.Cases {
 		for _, cr := range cases {
-			b, err := json.Marshal(caseLine{Row: rec.Index, ResponseIndex: j, DataSource: rec.DataSource, Case: cr})
-			if err != nil {
+			if err := w.Write(&results.Case{Row: rec.Index, ResponseIndex: j, DataSource: rec.DataSource, Case: cr}); err != nil {
 				return err
-			}
-			if c.pq != nil {
-				if err := c.pq.WriteLine(b); err != nil {
-					return fmt.Errorf("cases output %s: %w", c.path, err)
-				}
-				continue
-			}
-			c.af.Write(b)
-			if err := c.af.WriteByte('\n'); err != nil {
-				return fmt.Errorf("cases output %s: %w", c.path, err)
 			}
 		}
 	}
 	return nil
-}
-
-func (c *casesWriter) commit() error {
-	if c.pq != nil {
-		return c.pq.Commit()
-	}
-	return c.af.Commit()
-}
-
-func (c *casesWriter) abort() {
-	if c.pq != nil {
-		c.pq.Abort()
-		return
-	}
-	c.af.Abort()
 }
 
 func writeJSONAtomic(path string, v any) error {

@@ -4,20 +4,17 @@
 package report
 
 import (
-	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/verl-score/verl-score/explain"
 	"github.com/verl-score/verl-score/job"
+	"github.com/verl-score/verl-score/results"
 	"github.com/verl-score/verl-score/rollout"
 	"github.com/verl-score/verl-score/verdict"
 )
@@ -312,24 +309,6 @@ func (g *Group) finish() {
 	}
 }
 
-// caseLine is what the report reads of a --cases-out line.
-type caseLine struct {
-	Provenance      json.RawMessage `json:"provenance"` // the first line's, when run wrote one
-	Row             int             `json:"row"`
-	Response        int             `json:"response_index"`
-	DataSource      string          `json:"data_source"`
-	Case            int             `json:"case_index"`
-	Verdict         any             `json:"verdict"`
-	Status          string          `json:"status"`
-	Stdout          *string         `json:"stdout"`
-	Stderr          *string         `json:"stderr"`
-	ExpectedOutput  string          `json:"expected_output"`
-	CompileStderr   *string         `json:"compile_stderr"`
-	APIRequestError *string         `json:"api_request_error"`
-	Duration        *float64        `json:"duration"`
-	Audit           []string        `json:"audit"`
-}
-
 // readCases adds the slowest cases, the failure messages and the audit's
 // flags of the cases file to the groups.
 func readCases(path string, groups map[string]*Group, overall *Group) error {
@@ -348,36 +327,27 @@ func readCases(path string, groups map[string]*Group, overall *Group) error {
 		}
 		return a
 	}
-	no := 0
-	handle := func(line []byte) error {
-		no++
-		var c caseLine
-		if err := json.Unmarshal(line, &c); err != nil {
-			return fmt.Errorf("%s:%d: %w", path, no, err)
-		}
-		if c.Provenance != nil {
-			return nil
-		}
+	handle := func(c *results.Case) error {
 		name := c.DataSource
 		if name == "" {
 			name = "(none)"
 		}
 		g := groups[name]
 		if g == nil {
-			return fmt.Errorf("%s:%d: data source %q is not in the scored output: not its cases file?", path, no, c.DataSource)
+			return fmt.Errorf("data source %q is not in the scored output: not its cases file?", c.DataSource)
 		}
 		for _, gg := range []*Group{g, overall} {
 			a := get(gg)
 			if c.Duration != nil {
-				a.slow = append(a.slow, Slow{Where: fmt.Sprintf("row %d response %d case %d", c.Row, c.Response, c.Case), Row: c.Row, Response: c.Response,
+				a.slow = append(a.slow, Slow{Where: fmt.Sprintf("row %d response %d case %d", c.Row, c.ResponseIndex, c.CaseIndex), Row: c.Row, Response: c.ResponseIndex,
 					Seconds: *c.Duration, Status: c.Status})
 			}
-			if msg := failureMessage(&c); msg != "" {
+			if msg := explain.Cause(&c.Case); msg != "" {
 				a.failures[msg]++
 			}
 			if c.Audit != nil {
 				a.audited = true
-				key := fmt.Sprintf("%d/%d", c.Row, c.Response)
+				key := fmt.Sprintf("%d/%d", c.Row, c.ResponseIndex)
 				if len(c.Audit) > 0 && a.flags[key] == nil {
 					a.flags[key] = map[string]bool{}
 				}
@@ -388,26 +358,8 @@ func readCases(path string, groups map[string]*Group, overall *Group) error {
 		}
 		return nil
 	}
-	if strings.EqualFold(filepath.Ext(path), ".parquet") {
-		if _, err := rollout.ReadCasesParquet(path, handle); err != nil {
-			return err
-		}
-	} else {
-		f, err := os.Open(path)
-		if err != nil {
-			return fmt.Errorf("cases file: %w", err)
-		}
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		sc.Buffer(nil, 64<<20)
-		for sc.Scan() {
-			if err := handle(sc.Bytes()); err != nil {
-				return err
-			}
-		}
-		if err := sc.Err(); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
+	if _, err := results.ReadCases(path, handle); err != nil {
+		return err
 	}
 	audited := false
 	for _, a := range accs {
@@ -444,14 +396,6 @@ func readCases(path string, groups map[string]*Group, overall *Group) error {
 		g.FlagCounts = topCounts(kinds, 10)
 	}
 	return nil
-}
-
-// failureMessage is a failing case's cause (explain.Cause): a wrong answer
-// by its first differing line, a runtime error by its exception and last
-// frame, a compile error by its first error, a timeout by its last output.
-func failureMessage(c *caseLine) string {
-	return explain.Cause(&verdict.Case{Status: c.Status, Stdout: c.Stdout, Stderr: c.Stderr, CompileStderr: c.CompileStderr,
-		ExpectedOutput: c.ExpectedOutput, APIRequestError: c.APIRequestError})
 }
 
 func topCounts(m map[string]int, n int) []Count {

@@ -1,16 +1,13 @@
 package report
 
 import (
-	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
-	"path/filepath"
-	"strings"
 
+	"github.com/verl-score/verl-score/results"
 	"github.com/verl-score/verl-score/rollout"
 	"github.com/verl-score/verl-score/testcases"
 	"github.com/verl-score/verl-score/verdict"
@@ -187,38 +184,11 @@ func addCases(path string, rs []*Response) error {
 	for _, r := range rs {
 		byKey[[2]int{r.Row, r.Index}] = r
 	}
-	no := 0
-	handle := func(line []byte) error {
-		no++
-		var c struct {
-			Provenance json.RawMessage `json:"provenance"`
-			Row        int             `json:"row"`
-			Response   int             `json:"response_index"`
-			verdict.Case
-		}
-		if err := json.Unmarshal(line, &c); err != nil {
-			return fmt.Errorf("%s:%d: %w", path, no, err)
-		}
-		if r := byKey[[2]int{c.Row, c.Response}]; r != nil && c.Provenance == nil {
+	_, err := results.ReadCases(path, func(c *results.Case) error {
+		if r := byKey[[2]int{c.Row, c.ResponseIndex}]; r != nil {
 			r.Cases = append(r.Cases, c.Case)
 		}
 		return nil
-	}
-	if strings.EqualFold(filepath.Ext(path), ".parquet") {
-		_, err := rollout.ReadCasesParquet(path, handle)
-		return err
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("cases file: %w", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 64<<20)
-	for sc.Scan() {
-		if err := handle(sc.Bytes()); err != nil {
-			return err
-		}
-	}
-	return sc.Err()
+	})
+	return err
 }
