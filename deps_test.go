@@ -19,6 +19,7 @@ func TestPackageDependencies(t *testing.T) {
 		"sandboxclient": {"verdict", "judge", "score"},
 		"feed":          {"job", "check", "progress"},
 		"toolcall":      {"score", "job", "rollout", "check", "feed"},
+		"results":       {"job", "check", "report", "progress", "feed", "cmd", "sandbox"},
 	}
 	for pkg, not := range forbidden {
 		out, err := exec.Command("go", "list", "-deps", "./"+pkg).Output()

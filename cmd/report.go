@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/verl-score/verl-score/job"
 	"github.com/verl-score/verl-score/report"
+	"github.com/verl-score/verl-score/results"
 	"github.com/verl-score/verl-score/rollout"
 )
 
@@ -41,7 +41,7 @@ check and diff write their own page with --html.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			opts := rollout.DefaultOptions()
 			opts.DataSourceKey = dsKey
-			ks, err := job.ParsePassK(passK)
+			ks, err := results.ParsePassK(passK)
 			if err != nil {
 				return &UsageError{Err: err}
 			}

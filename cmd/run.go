@@ -13,6 +13,7 @@ import (
 	"github.com/verl-score/verl-score/config"
 	"github.com/verl-score/verl-score/job"
 	"github.com/verl-score/verl-score/progress"
+	"github.com/verl-score/verl-score/results"
 	"github.com/verl-score/verl-score/rollout"
 	"github.com/verl-score/verl-score/sandbox/toolchain"
 	"github.com/verl-score/verl-score/version"
@@ -209,20 +210,20 @@ func shellQuote(s string) string {
 // provenance is how this run's outputs are made: the build, the time, the
 // host, every setting (redacted) with its source, and the sandbox; for the
 // embedded sandbox, a function giving the toolchains of the languages used.
-func provenance(loader *config.Loader, sc *scoring) (*job.Provenance, func([]string) []job.Toolchain) {
+func provenance(loader *config.Loader, sc *scoring) (*results.Provenance, func([]string) []results.Toolchain) {
 	host, _ := os.Hostname()
-	p := &job.Provenance{Tool: "verl-score", Version: version.Number(), Commit: version.Revision(),
-		Started: time.Now().UTC().Format(time.RFC3339), Host: host, Sandbox: sc.desc, Settings: map[string]job.Setting{}}
+	p := &results.Provenance{Tool: "verl-score", Version: version.Number(), Commit: version.Revision(),
+		Started: time.Now().UTC().Format(time.RFC3339), Host: host, Sandbox: sc.desc, Settings: map[string]results.Setting{}}
 	for _, e := range loader.Effective() {
-		p.Settings[e.Key] = job.Setting{Value: e.Value, Source: e.Source}
+		p.Settings[e.Key] = results.Setting{Value: e.Value, Source: e.Source}
 	}
 	if len(sc.cfg.SandboxURL) > 0 {
 		return p, nil
 	}
-	return p, func(langs []string) []job.Toolchain {
-		var out []job.Toolchain
+	return p, func(langs []string) []results.Toolchain {
+		var out []results.Toolchain
 		for _, t := range toolchain.ToolchainsOf(langs) {
-			out = append(out, job.Toolchain{Language: t.Language, Program: t.Program, Path: t.Path, Version: t.Version})
+			out = append(out, results.Toolchain{Language: t.Language, Program: t.Program, Path: t.Path, Version: t.Version})
 		}
 		return out
 	}

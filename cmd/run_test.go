@@ -22,7 +22,6 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 
 	"github.com/verl-score/verl-score/config"
-	"github.com/verl-score/verl-score/job"
 	"github.com/verl-score/verl-score/results"
 	"github.com/verl-score/verl-score/sandbox"
 	"github.com/verl-score/verl-score/sandboxclient"
@@ -974,7 +973,7 @@ func TestRunRecordsProvenance(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	var sum struct {
-		Provenance job.Provenance `json:"provenance"`
+		Provenance results.Provenance `json:"provenance"`
 	}
 	b, _ := os.ReadFile(summary)
 	if err := json.Unmarshal(b, &sum); err != nil {
@@ -1000,14 +999,14 @@ func TestRunRecordsProvenance(t *testing.T) {
 	}
 	kv := pf.MetaData().KeyValueMetadata().FindValue(results.ProvenanceKey)
 	pf.Close()
-	var fromParquet job.Provenance
+	var fromParquet results.Provenance
 	if kv == nil || json.Unmarshal([]byte(*kv), &fromParquet) != nil || fromParquet.Started != p.Started || len(fromParquet.Toolchains) == 0 {
 		t.Errorf("parquet metadata %s = %v", results.ProvenanceKey, kv)
 	}
 	c, _ := os.ReadFile(cases)
 	first, _, _ := strings.Cut(string(c), "\n")
 	var fromCases struct {
-		Provenance job.Provenance `json:"provenance"`
+		Provenance results.Provenance `json:"provenance"`
 	}
 	if json.Unmarshal([]byte(first), &fromCases) != nil || fromCases.Provenance.Started != p.Started || fromCases.Provenance.Version != p.Version {
 		t.Errorf("cases file's first line: %.300s", first)

@@ -22,7 +22,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
-	"github.com/verl-score/verl-score/job"
+	"github.com/verl-score/verl-score/results"
 	"github.com/verl-score/verl-score/rollout"
 	"github.com/verl-score/verl-score/sandbox"
 	"github.com/verl-score/verl-score/sandboxclient"
@@ -273,7 +273,7 @@ func Settings() []Setting {
 			Usage: "fail (exit 1, after writing the output) when more than this fraction of the responses sent met an infrastructure error; all of them failing always does"},
 		{Key: "max_input_errors", Default: 0.2, Commands: Run, Set: to(func(c *Config) *float64 { return &c.MaxInputErrors }, fraction("max_input_errors")),
 			Usage: "fail (exit 1, after writing the output) when more than this fraction of the responses could not be run for an input reason (a bad row, a ground truth that does not parse: often a wrong --ground-truth-key)"},
-		{Key: "pass_k", Default: "", Commands: Run, Set: parsed(func(c *Config, s string) (err error) { c.PassK, err = job.ParsePassK(s); return }),
+		{Key: "pass_k", Default: "", Commands: Run, Set: parsed(func(c *Config, s string) (err error) { c.PassK, err = results.ParsePassK(s); return }),
 			Usage: "the k of pass@k in the summary, separated by commas, e.g. 1,5,10,100 (each over the prompts with at least k responses; the summary says how many); default 1 and the powers of two"},
 		{Key: "cases_out_max_text", Default: 4096, Commands: Run, Set: to(func(c *Config) *int { return &c.CasesOutMaxText }),
 			Usage: "bytes of stdout/stderr kept per case in --cases-out"},

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"github.com/verl-score/verl-score/results"
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,7 +115,7 @@ func TestCompareModesOnRealCorpus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := func(mode string) ([]scoredLine, *Summary) {
+	run := func(mode string) ([]scoredLine, *results.Summary) {
 		cmp, err := testcases.ParseComparison(mode)
 		if err != nil {
 			t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"github.com/verl-score/verl-score/results"
 	"os"
 	"path/filepath"
 	"sort"
@@ -65,7 +66,7 @@ func jobOptions(input, output string) Options {
 }
 
 // runOn runs a job on an engine over client with engineOptions.
-func runOn(ctx context.Context, client sandboxclient.Client, opts Options) (*Summary, error) {
+func runOn(ctx context.Context, client sandboxclient.Client, opts Options) (*results.Summary, error) {
 	eng, err := score.New(client, engineOptions())
 	if err != nil {
 		return nil, err
@@ -99,7 +100,7 @@ func golden(t *testing.T, name string, got []byte) {
 }
 
 // stableSummary is the summary without its timings, as golden JSON.
-func stableSummary(t *testing.T, s *Summary) []byte {
+func stableSummary(t *testing.T, s *results.Summary) []byte {
 	t.Helper()
 	c := *s
 	c.WallSeconds, c.CasesPerSec = 0, 0

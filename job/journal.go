@@ -7,15 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/verl-score/verl-score/results"
 	"io"
 	"os"
 	"sync"
 	"time"
 
 	"github.com/verl-score/verl-score/atomicfile"
-	"github.com/verl-score/verl-score/rollout"
-	"github.com/verl-score/verl-score/score"
-	"github.com/verl-score/verl-score/verdict"
 )
 
 // The journal is a JSONL file beside the output: a header line, then one
@@ -29,69 +27,6 @@ type journalHeader struct {
 	Version     int    `json:"version"`
 	Input       string `json:"input"`
 	Fingerprint string `json:"fingerprint"`
-}
-
-// rowRecord is one finished row.
-type rowRecord struct {
-	Index      int    `json:"index"`
-	DataSource string `json:"data_source"`
-	IsList     bool   `json:"is_list"`
-	Prompt     string `json:"prompt,omitempty"` // rows of one prompt (dumps) share it
-	// Unreadable is why the row could not be read at all (a line that is
-	// not JSON): it still has its output row, and stays out of the means.
-	Unreadable string           `json:"unreadable,omitempty"`
-	Responses  []responseRecord `json:"responses"`
-	Cases      [][]verdict.Case `json:"cases,omitempty"`
-}
-
-type responseRecord struct {
-	Reward float64 `json:"reward"`
-	// RewardExact is the reward under verl's exact comparison, kept when
-	// the run compares otherwise.
-	RewardExact *float64 `json:"reward_exact,omitempty"`
-	Verdicts    []int8   `json:"verdicts"`
-	Statuses    []string `json:"statuses"`
-	Err         *string  `json:"error,omitempty"`
-	// InputErr: Err is the input's fault (a bad row or ground truth).
-	InputErr bool `json:"input_error,omitempty"`
-	Requests int  `json:"requests,omitempty"`
-	Saved    int  `json:"saved,omitempty"`
-	Deduped  int  `json:"deduped,omitempty"`
-	Cached   int  `json:"cached,omitempty"`
-	Retries  int  `json:"retries,omitempty"`
-	Infra    bool `json:"infra,omitempty"`
-	// FirstInfra is the message of the response's first infrastructure
-	// failure that has one.
-	FirstInfra string `json:"first_infra,omitempty"`
-	Language   string `json:"language,omitempty"`
-	// StarvedReruns counts the requests the embedded sandbox ran again
-	// because a step was starved for a CPU.
-	StarvedReruns int `json:"starved_reruns,omitempty"`
-	// Crash is the signal, when every case of the response was killed by
-	// that signal before it wrote anything (a crash at start).
-	Crash string `json:"crash,omitempty"`
-	// Audit is what the audit's probes found (--audit).
-	Audit *score.Audit `json:"audit,omitempty"`
-}
-
-func (r *rowRecord) rowResult() rollout.RowResult {
-	var rr rollout.RowResult
-	for _, s := range r.Responses {
-		rr.Rewards = append(rr.Rewards, s.Reward)
-		rr.RewardsExact = append(rr.RewardsExact, s.exact())
-		rr.CaseResults = append(rr.CaseResults, s.Verdicts)
-		rr.CaseStatus = append(rr.CaseStatus, s.Statuses)
-		rr.Errors = append(rr.Errors, s.Err)
-	}
-	return rr
-}
-
-// exact is the response's reward under verl's exact comparison.
-func (r *responseRecord) exact() float64 {
-	if r.RewardExact != nil {
-		return *r.RewardExact
-	}
-	return r.Reward
 }
 
 func fingerprint(parts ...any) string {
@@ -156,7 +91,7 @@ func (j *journal) startSyncing() {
 // the rows of an earlier journal (keep) go to a temporary file that
 // replaces the old journal only once synced, so that a run interrupted
 // twice loses nothing. The journal then stays open for appending.
-func createJournal(path string, hdr journalHeader, keep map[int]*rowRecord) (*journal, error) {
+func createJournal(path string, hdr journalHeader, keep map[int]*results.Row) (*journal, error) {
 	af, err := atomicfile.Create(path, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
@@ -260,7 +195,7 @@ var errNoJournal = errors.New("no journal")
 
 // loadJournal reads the finished rows of an earlier run. A torn last line
 // (the process died while writing it) is ignored.
-func loadJournal(path, input, fp string) (map[int]*rowRecord, error) {
+func loadJournal(path, input, fp string) (map[int]*results.Row, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, errNoJournal
@@ -284,11 +219,11 @@ func loadJournal(path, input, fp string) (map[int]*rowRecord, error) {
 	if hdr.Fingerprint != fp {
 		return nil, fmt.Errorf("journal %s was written with other scoring settings; resume with the same flags or delete it", path)
 	}
-	rows := map[int]*rowRecord{}
+	rows := map[int]*results.Row{}
 	for {
 		line, err := r.ReadBytes('\n')
 		if len(line) > 0 && line[len(line)-1] == '\n' {
-			var rec rowRecord
+			var rec results.Row
 			if jerr := json.Unmarshal(line, &rec); jerr != nil {
 				return nil, fmt.Errorf("journal %s: bad line: %w", path, jerr)
 			}

@@ -3,6 +3,7 @@ package job
 import (
 	"context"
 	"fmt"
+	"github.com/verl-score/verl-score/results"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,10 +25,10 @@ func (j *journal) resync(rows int, every time.Duration) {
 
 // benchRecord is a finished row as a codecontests run journals it: eight
 // responses of ten cases.
-func benchRecord(i int) *rowRecord {
-	rec := &rowRecord{Index: i, DataSource: "codecontests", IsList: true}
+func benchRecord(i int) *results.Row {
+	rec := &results.Row{Index: i, DataSource: "codecontests", IsList: true}
 	for range 8 {
-		r := responseRecord{Reward: 0.7, Requests: 10}
+		r := results.Response{Reward: 0.7, Requests: 10}
 		for c := range 10 {
 			r.Verdicts = append(r.Verdicts, int8(c%2))
 			r.Statuses = append(r.Statuses, "success")

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/verl-score/verl-score/results"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -89,7 +90,7 @@ func BenchmarkMemoryFlat(b *testing.B) {
 		for range b.N {
 			out := filepath.Join(dir, fmt.Sprintf("out-%d.jsonl", n))
 			os.Remove(out)
-			var sum *Summary
+			var sum *results.Summary
 			var err error
 			mb := peakHeap(func() { sum, err = runOn(context.Background(), echoClient{}, jobOptions(in, out)) })
 			if err != nil {

@@ -80,7 +80,7 @@ func (r readerSettings) options() rollout.Options {
 
 // writeShardFile writes the shard file of a finished --shard run from its
 // journal; settings is the run's fingerprint without the shard.
-func writeShardFile(opts Options, wo rollout.WriteOptions, fp, settings string, sum *Summary, jpath string) error {
+func writeShardFile(opts Options, wo rollout.WriteOptions, fp, settings string, sum *results.Summary, jpath string) error {
 	recs, err := loadJournal(jpath, opts.Input, fp)
 	if err != nil {
 		return err
@@ -140,7 +140,7 @@ type shardInput struct {
 // It reads the input again, as the shards read it, and writes each row
 // with the results its shard recorded: the output is written by the same
 // code, batch by batch, as in an unsharded run.
-func Merge(opts MergeOptions) (*Summary, error) {
+func Merge(opts MergeOptions) (*results.Summary, error) {
 	if len(opts.Shards) == 0 {
 		return nil, errors.New("merge: no shard outputs given")
 	}
@@ -181,7 +181,7 @@ func Merge(opts MergeOptions) (*Summary, error) {
 	for _, s := range shards {
 		cases = append(cases, s.hdr.CasesOut)
 	}
-	sum := newSummary(first.Input, opts.Output, first.InfraErrors == "mask", first.PassK)
+	sum := results.NewSummary(first.Input, opts.Output, first.InfraErrors == "mask", first.PassK)
 	sum.Compare, sum.Checker = first.Compare, first.Checker
 	var wall float64
 	for _, s := range shards {
@@ -200,8 +200,8 @@ func Merge(opts MergeOptions) (*Summary, error) {
 			return nil, err
 		}
 	}
-	sum.finish(time.Duration(wall * float64(time.Second)))
-	sum.noteExecutionAccuracy()
+	sum.Finish(time.Duration(wall * float64(time.Second)))
+	sum.NoteExecutionAccuracy()
 	if opts.Summary != "" {
 		if err := writeJSONAtomic(opts.Summary, sum); err != nil {
 			return sum, err
@@ -212,7 +212,7 @@ func Merge(opts MergeOptions) (*Summary, error) {
 
 // rewrite writes out from the input and the shards' records, adding each
 // row to sum.
-func rewrite(out string, first shardHeader, shards []*shardInput, sum *Summary) error {
+func rewrite(out string, first shardHeader, shards []*shardInput, sum *results.Summary) error {
 	rd, err := rollout.OpenInput(first.Input, nil, first.Reader.options())
 	if err != nil {
 		return fmt.Errorf("merge: the shards' input: %w", err)
@@ -246,8 +246,8 @@ func rewrite(out string, first shardHeader, shards []*shardInput, sum *Summary) 
 			if rec == nil || rec.Index != b.Rows[i].Index {
 				return fmt.Errorf("merge: the shards hold no result for row %d of %s: the input changed, or a shard is incomplete", b.Rows[i].Index, first.Input)
 			}
-			res[i] = rec.rowResult()
-			sum.add(rec, sum.InfraErrors == "mask")
+			res[i] = rec.RowResult()
+			sum.Add(rec, sum.InfraErrors == "mask")
 		}
 		if err := w.Write(b, res); err != nil {
 			return err
@@ -264,14 +264,14 @@ func rewrite(out string, first shardHeader, shards []*shardInput, sum *Summary) 
 }
 
 // shardRecords returns the records of the shards in order, then nil.
-func shardRecords(shards []*shardInput) func() (*rowRecord, error) {
+func shardRecords(shards []*shardInput) func() (*results.Row, error) {
 	i := 0
-	return func() (*rowRecord, error) {
+	return func() (*results.Row, error) {
 		for i < len(shards) {
 			s := shards[i]
 			line, err := s.recs.ReadBytes('\n')
 			if len(line) > 0 {
-				var rec rowRecord
+				var rec results.Row
 				if jerr := json.Unmarshal(line, &rec); jerr != nil {
 					return nil, fmt.Errorf("merge: %s: bad record: %w", ShardPath(s.output), jerr)
 				}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/verl-score/verl-score/results"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -120,7 +121,7 @@ func TestMergeRefusesIncompleteShards(t *testing.T) {
 
 var durations = regexp.MustCompile(`,?"(compile_)?(duration|cpu_time|cpu_wait)":[0-9.e-]+`)
 
-func runNoDedup(t *testing.T, opts Options) (*Summary, error) {
+func runNoDedup(t *testing.T, opts Options) (*results.Summary, error) {
 	t.Helper()
 	eo := engineOptions()
 	eo.NoDedup = true
@@ -137,7 +138,7 @@ func TestConcatKeepsOneProvenanceLine(t *testing.T) {
 	var files []string
 	for i := range 3 {
 		p := filepath.Join(dir, fmt.Sprintf("c%d.jsonl", i))
-		line, _ := json.Marshal(map[string]any{"provenance": &Provenance{Tool: "verl-score", Started: fmt.Sprint(i)}})
+		line, _ := json.Marshal(map[string]any{"provenance": &results.Provenance{Tool: "verl-score", Started: fmt.Sprint(i)}})
 		os.WriteFile(p, []byte(string(line)+"\n"+fmt.Sprintf(`{"row": %d}`, i)+"\n"), 0o644)
 		files = append(files, p)
 	}

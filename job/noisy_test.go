@@ -13,6 +13,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/verl-score/verl-score/results"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,7 +84,7 @@ func TestNoisyNeighbourOnRealCorpus(t *testing.T) {
 	}
 	os.WriteFile(loadedIn, []byte(strings.Join(loaded, "\n")+"\n"), 0o644)
 
-	run := func(in string) ([][]int8, *Summary) {
+	run := func(in string) ([][]int8, *results.Summary) {
 		eo := engineOptions()
 		eng, err := score.New(embedded(t), eo)
 		if err != nil {

@@ -1,56 +1,10 @@
 package job
 
-import (
-	"slices"
-)
-
-// Provenance says how an output was made: by which build, when, where,
-// with which settings (secrets redacted) and against which sandbox. run
-// puts it in the summary JSON (provenance), in a parquet output's
-// key-value metadata (results.ProvenanceKey) and as the first line of the cases
-// file ({"provenance": ...}).
-type Provenance struct {
-	Tool    string `json:"tool"`
-	Version string `json:"version"`
-	Commit  string `json:"commit,omitempty"`
-	Started string `json:"started"` // RFC 3339, UTC
-	Host    string `json:"host"`
-	// Settings are every configuration key with its value (redacted where
-	// it may hold a secret) and where the value came from.
-	Settings map[string]Setting `json:"settings"`
-	// Sandbox is the sandbox the run scored with: the embedded one and its
-	// isolation, or the endpoints (redacted).
-	Sandbox string `json:"sandbox"`
-	// Toolchains are the embedded sandbox's programs for the languages the
-	// run used, with their versions; filled when the run ends.
-	Toolchains []Toolchain `json:"toolchains,omitempty"`
-}
-
-// Setting is one configuration value and its source (flag, env, file,
-// default).
-type Setting struct {
-	Value  any    `json:"value"`
-	Source string `json:"source"`
-}
-
-// Toolchain is one program of the embedded sandbox.
-type Toolchain struct {
-	Language string `json:"language"`
-	Program  string `json:"program"`
-	Path     string `json:"path"`
-	Version  string `json:"version"`
-}
-
 // finishProvenance fills in the toolchains of the languages the run used.
 func (r *runner) finishProvenance() {
 	prov := r.opts.Provenance
 	if prov == nil || r.opts.Toolchains == nil {
 		return
 	}
-	var langs []string
-	for lang := range r.sum.languages {
-		langs = append(langs, lang)
-	}
-	slices.Sort(langs)
-	prov.Toolchains = r.opts.Toolchains(langs)
+	prov.Toolchains = r.opts.Toolchains(r.sum.Languages())
 }

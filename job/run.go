@@ -35,11 +35,11 @@ type Options struct {
 	CasesOut string // optional per-case JSONL
 	// PassK are the k of pass@k in the summary; nil: 1 and the powers of two.
 	PassK []int
-	// Provenance, when set, goes into the summary, a parquet output's
+	// results.Provenance, when set, goes into the summary, a parquet output's
 	// metadata and the cases file; Toolchains, when set, gives the embedded
 	// sandbox's programs of the languages used, at the end of the run.
-	Provenance *Provenance
-	Toolchains func(langs []string) []Toolchain
+	Provenance *results.Provenance
+	Toolchains func(langs []string) []results.Toolchain
 	Summary    string // optional summary JSON
 
 	Reader     rollout.Options
@@ -150,7 +150,7 @@ func ResolveOutput(input, output string) string {
 // requests in flight finished and were kept) or ctx was cancelled (they
 // were cut off and will be redone on resume). Either way the finished
 // rows are written and the journal allows a resume.
-func Run(ctx context.Context, eng *score.Engine, opts Options) (*Summary, error) {
+func Run(ctx context.Context, eng *score.Engine, opts Options) (*results.Summary, error) {
 	start := time.Now()
 	r, err := prepare(eng.Options(), opts)
 	if err != nil {
@@ -183,7 +183,7 @@ type runner struct {
 	progress Progress
 
 	lock      *outputLock
-	done      map[int]*rowRecord // rows of the journal resumed from
+	done      map[int]*results.Row // rows of the journal resumed from
 	rd        rollout.Reader
 	feedRd    rollout.Reader // rd, or its shard
 	w         rollout.Writer
@@ -192,7 +192,7 @@ type runner struct {
 	committed bool
 
 	mu        sync.Mutex
-	sum       *Summary
+	sum       *results.Summary
 	batches   []*batchState // read, not yet written, in order
 	cur       *batchState   // the batch being fed (feeding goroutine)
 	unwritten int           // solutions fed whose rows are not written yet
@@ -207,10 +207,10 @@ type runner struct {
 
 type batchState struct {
 	b    *rollout.Batch
-	recs []*rowRecord // per row; nil until the row was fed
-	left []int        // responses still to come, per row
-	sols []int        // solutions fed, per row
-	fed  bool         // every row of the batch has been fed
+	recs []*results.Row // per row; nil until the row was fed
+	left []int          // responses still to come, per row
+	sols []int          // solutions fed, per row
+	fed  bool           // every row of the batch has been fed
 }
 
 // rowRef is where a result belongs: row i of a batch.
@@ -226,8 +226,8 @@ func prepare(eo score.Options, opts Options) (*runner, error) {
 		opts.Output = DefaultOutput(opts.Input)
 	}
 	r := &runner{opts: opts, eo: eo, wo: writeOptions(eo), fp: runFingerprint(eo, opts), jpath: JournalPath(opts.Output),
-		toStdout: opts.Output == "-", progress: opts.Progress, done: map[int]*rowRecord{}, wrote: make(chan struct{}),
-		maxWait: 8 * eo.Window, sum: newSummary(opts.Input, opts.Output, opts.MaskInfra, opts.PassK)}
+		toStdout: opts.Output == "-", progress: opts.Progress, done: map[int]*results.Row{}, wrote: make(chan struct{}),
+		maxWait: 8 * eo.Window, sum: results.NewSummary(opts.Input, opts.Output, opts.MaskInfra, opts.PassK)}
 	if r.progress == nil {
 		r.progress = noProgress{}
 	}
@@ -356,7 +356,7 @@ func (r *runner) release() {
 
 // batch starts a batch (feeding goroutine).
 func (r *runner) batch(b *rollout.Batch) error {
-	bs := &batchState{b: b, recs: make([]*rowRecord, len(b.Rows)), left: make([]int, len(b.Rows)), sols: make([]int, len(b.Rows))}
+	bs := &batchState{b: b, recs: make([]*results.Row, len(b.Rows)), left: make([]int, len(b.Rows)), sols: make([]int, len(b.Rows))}
 	r.mu.Lock()
 	r.batches = append(r.batches, bs)
 	r.mu.Unlock()
@@ -384,8 +384,8 @@ func (r *runner) row(ctx context.Context, b *rollout.Batch, i int, sols []score.
 	if row.Err != nil || len(row.Responses) == 0 {
 		r.warnRow(row)
 	}
-	rec := &rowRecord{Index: row.Index, DataSource: row.SourceOr(r.opts.DataSource), IsList: row.ResponseIsList, Prompt: row.Prompt,
-		Responses: make([]responseRecord, len(sols)), Unreadable: unreadable}
+	rec := &results.Row{Index: row.Index, DataSource: row.SourceOr(r.opts.DataSource), IsList: row.ResponseIsList, Prompt: row.Prompt,
+		Responses: make([]results.Response, len(sols)), Unreadable: unreadable}
 	if len(sols) == 0 {
 		return ref, false, r.finished(bs, i, rec, false) // an empty list: nothing to score
 	}
@@ -476,9 +476,9 @@ func (r *runner) result(res *score.Result, ref rowRef, j int) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rec := ref.bs.recs[ref.i]
-	rr := responseRecord{Reward: res.Score, RewardExact: r.exactOf(res), Verdicts: res.Verdicts(), Statuses: res.Statuses(),
+	rr := results.Response{Reward: res.Score, RewardExact: r.exactOf(res), Verdicts: res.Verdicts(), Statuses: res.Statuses(),
 		Requests: res.Requests, Saved: res.Saved, Deduped: res.Deduped, Cached: res.Cached, Retries: res.Retries, Infra: res.Infra(), Audit: res.Audit,
-		Language: res.Language, Crash: crashAtStart(res.Cases)}
+		Language: res.Language, Crash: results.CrashAtStart(res.Cases)}
 	for _, c := range res.Cases {
 		rr.StarvedReruns += c.StarvedReruns
 		if c.Infra && c.APIRequestError != nil && rr.FirstInfra == "" {
@@ -517,7 +517,7 @@ func writeOptions(eo score.Options) rollout.WriteOptions {
 	return rollout.WriteOptions{RewardExact: !eo.Compare.Exact() || eo.CheckerKey != ""}
 }
 
-func (r *runner) finished(bs *batchState, i int, rec *rowRecord, fromJournal bool) error {
+func (r *runner) finished(bs *batchState, i int, rec *results.Row, fromJournal bool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.finishedLocked(bs, i, rec, fromJournal)
@@ -525,7 +525,7 @@ func (r *runner) finished(bs *batchState, i int, rec *rowRecord, fromJournal boo
 
 // finishedLocked records a finished row: in the journal at once (a
 // scored row), so that a killed run does not score it again.
-func (r *runner) finishedLocked(bs *batchState, i int, rec *rowRecord, fromJournal bool) error {
+func (r *runner) finishedLocked(bs *batchState, i int, rec *results.Row, fromJournal bool) error {
 	bs.recs[i] = rec
 	bs.left[i] = 0
 	r.rowsDone++
@@ -533,7 +533,7 @@ func (r *runner) finishedLocked(bs *batchState, i int, rec *rowRecord, fromJourn
 	if fromJournal {
 		r.sum.Resumed++
 		for _, resp := range rec.Responses {
-			r.sum.resumedCases += len(resp.Verdicts)
+			r.sum.ResumedCases += len(resp.Verdicts)
 		}
 		return nil
 	}
@@ -617,8 +617,8 @@ func (r *runner) writeRows(bs *batchState, n int) error {
 	res := make([]rollout.RowResult, n)
 	for i := 0; i < n; i++ {
 		rec := bs.recs[i]
-		res[i] = rec.rowResult()
-		r.sum.add(rec, r.opts.MaskInfra)
+		res[i] = rec.RowResult()
+		r.sum.Add(rec, r.opts.MaskInfra)
 		r.unwritten -= bs.sols[i]
 		if r.cw != nil {
 			if err := writeCases(r.cw, rec); err != nil {
@@ -633,14 +633,14 @@ func (r *runner) writeRows(bs *batchState, n int) error {
 func (r *runner) finishSummary(interrupted bool, took time.Duration) {
 	s := r.sum
 	s.Interrupted = interrupted
-	s.finish(took)
+	s.Finish(took)
 	if r.opts.Shard != nil {
 		s.Shard = r.opts.Shard.String()
 	}
 	if !r.eo.Compare.Exact() {
 		s.Compare = r.eo.Compare.String()
 	}
-	s.noteExecutionAccuracy()
+	s.NoteExecutionAccuracy()
 	s.Checker = r.eo.CheckerKey
 	if r.opts.Endpoints != nil {
 		s.Endpoints = r.opts.Endpoints()
@@ -723,7 +723,7 @@ func cut(s *string, max int) *string {
 }
 
 // createCases starts the --cases-out file, with the run's provenance.
-func createCases(path string, prov *Provenance) (results.CaseWriter, error) {
+func createCases(path string, prov *results.Provenance) (results.CaseWriter, error) {
 	var raw json.RawMessage
 	if prov != nil {
 		b, err := json.Marshal(prov)
@@ -740,7 +740,7 @@ func createCases(path string, prov *Provenance) (results.CaseWriter, error) {
 }
 
 // writeCases writes the cases of a row's responses.
-func writeCases(w results.CaseWriter, rec *rowRecord) error {
+func writeCases(w results.CaseWriter, rec *results.Row) error {
 	for j, cases := range rec.Cases {
 		for _, cr := range cases {
 			if err := w.Write(&results.Case{Row: rec.Index, ResponseIndex: j, DataSource: rec.DataSource, Case: cr}); err != nil {

@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/verl-score/verl-score/explain"
-	"github.com/verl-score/verl-score/job"
 	"github.com/verl-score/verl-score/results"
 	"github.com/verl-score/verl-score/rollout"
 	"github.com/verl-score/verl-score/verdict"
@@ -252,8 +251,8 @@ func (g *Group) addRow(row *rollout.ScoredRow) {
 	g.sumRowMeans += sum / float64(n)
 	g.sumExactMeans += sumExact / float64(n)
 	g.meanRows++
-	for _, k := range job.KsUpTo(g.ks, n) {
-		g.passSum[k] += job.PassAtK(n, correct, k)
+	for _, k := range results.KsUpTo(g.ks, n) {
+		g.passSum[k] += results.PassAtK(n, correct, k)
 		g.passN[k]++
 	}
 }

@@ -1,9 +1,10 @@
-package job
+package results
 
 import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -59,13 +60,13 @@ type Summary struct {
 	// code, is then the likely cause.
 	CrashedAtStart []CrashNote `json:"crashed_at_start,omitempty"`
 	languages      map[string]*langCrashes
-	// resumedCases are the cases of the rows taken from the journal: they
+	// ResumedCases are the cases of the rows taken from the journal: they
 	// were not run by this process and do not count in CasesPerSec.
-	resumedCases int
+	ResumedCases int `json:"-"`
 	order        []string
 	// Dump rows that share a prompt, gathered until finish, in the order
 	// their prompts first came.
-	prompts     map[string]*rowRecord
+	prompts     map[string]*Row
 	promptOrder []string
 	promptGroup []*Group
 }
@@ -143,7 +144,7 @@ func newGroup(ks []int) *Group {
 	return &Group{ks: ks, Verdicts: map[string]int{}, PassAtK: map[string]float64{}, PassAtKPrompts: map[string]int{}, passSum: map[int]float64{}, passN: map[int]int{}}
 }
 
-func newSummary(input, output string, mask bool, ks []int) *Summary {
+func NewSummary(input, output string, mask bool, ks []int) *Summary {
 	s := &Summary{Input: input, Output: output, InfraErrors: "score", Overall: newGroup(ks), BySource: map[string]*Group{}, PassK: ks}
 	if mask {
 		s.InfraErrors = "mask"
@@ -171,7 +172,7 @@ const RubyStackCause = "Ruby cannot start when its stack limit equals its memory
 
 // noteLanguages counts the responses of each language and their crashes
 // at start.
-func (s *Summary) noteLanguages(rec *rowRecord) {
+func (s *Summary) noteLanguages(rec *Row) {
 	for _, r := range rec.Responses {
 		if r.Language == "" || r.Err != nil {
 			continue
@@ -189,6 +190,11 @@ func (s *Summary) noteLanguages(rec *rowRecord) {
 			lc.bySignal[r.Crash]++
 		}
 	}
+}
+
+// Languages are the languages the run's responses used, sorted.
+func (s *Summary) Languages() []string {
+	return slices.Sorted(maps.Keys(s.languages))
 }
 
 // crashNotes lists the languages whose every response crashed at start
@@ -211,9 +217,9 @@ func (s *Summary) crashNotes() []CrashNote {
 	return out
 }
 
-// crashAtStart returns the signal that killed every case of a response
+// CrashAtStart returns the signal that killed every case of a response
 // before it wrote anything, or "".
-func crashAtStart(cases []verdict.Case) string {
+func CrashAtStart(cases []verdict.Case) string {
 	sig := ""
 	for i, c := range cases {
 		if c.Verdict != verdict.RuntimeError || c.ExitCode == nil || *c.ExitCode >= 0 || (c.Stdout != nil && *c.Stdout != "") || (c.Stderr != nil && *c.Stderr != "") {
@@ -258,7 +264,7 @@ func (s *Summary) Warnings() []string {
 }
 
 // add folds one finished row into the summary.
-func (s *Summary) add(rec *rowRecord, mask bool) {
+func (s *Summary) Add(rec *Row, mask bool) {
 	if rec.Unreadable != "" {
 		s.UnreadableRows++
 		if s.FirstUnreadable == "" {
@@ -284,9 +290,9 @@ func (s *Summary) add(rec *rowRecord, mask bool) {
 		key := src + "\x00" + rec.Prompt
 		pr, ok := s.prompts[key]
 		if !ok {
-			pr = &rowRecord{DataSource: rec.DataSource}
+			pr = &Row{DataSource: rec.DataSource}
 			if s.prompts == nil {
-				s.prompts = map[string]*rowRecord{}
+				s.prompts = map[string]*Row{}
 			}
 			s.prompts[key] = pr
 			s.promptOrder = append(s.promptOrder, key)
@@ -302,7 +308,7 @@ func (s *Summary) add(rec *rowRecord, mask bool) {
 
 // noteFirstErrors keeps the first input error and the first
 // infrastructure error, in input order.
-func (s *Summary) noteFirstErrors(rec *rowRecord) {
+func (s *Summary) noteFirstErrors(rec *Row) {
 	for j := range rec.Responses {
 		r := &rec.Responses[j]
 		if r.InputErr && r.Err != nil && s.FirstInputError == "" {
@@ -324,7 +330,7 @@ func (s *Summary) foldPrompts() {
 	s.prompts, s.promptOrder, s.promptGroup = nil, nil, nil
 }
 
-func (g *Group) addRow(rec *rowRecord, mask bool) {
+func (g *Group) addRow(rec *Row, mask bool) {
 	g.Prompts++
 	var sum, sumExact float64
 	n, correct, kept := 0, 0, 0
@@ -359,7 +365,7 @@ func (g *Group) addRow(rec *rowRecord, mask bool) {
 		}
 		kept++
 		sum += r.Reward
-		sumExact += r.exact()
+		sumExact += r.Exact()
 		if r.RewardExact != nil {
 			g.noteExact(rec, j, r)
 		}
@@ -385,7 +391,7 @@ func (g *Group) addRow(rec *rowRecord, mask bool) {
 const maxListed = 50
 
 // noteExact counts a response whose exact reward was kept.
-func (g *Group) noteExact(rec *rowRecord, j int, r responseRecord) {
+func (g *Group) noteExact(rec *Row, j int, r Response) {
 	g.hasExact = true
 	if g.DifferFromExact == nil {
 		g.DifferFromExact = new(int)
@@ -399,7 +405,7 @@ func (g *Group) noteExact(rec *rowRecord, j int, r responseRecord) {
 }
 
 // noteAudit counts a response the audit probed.
-func (g *Group) noteAudit(rec *rowRecord, j int, a *score.Audit) {
+func (g *Group) noteAudit(rec *Row, j int, a *score.Audit) {
 	if g.Audited == nil {
 		g.Audited, g.AuditFlagged, g.AuditFlags = new(int), new(int), map[string]int{}
 	}
@@ -442,7 +448,7 @@ func (g *Group) finish() {
 	}
 }
 
-func (s *Summary) finish(wall time.Duration) {
+func (s *Summary) Finish(wall time.Duration) {
 	s.WallSeconds = wall.Seconds()
 	s.CrashedAtStart = s.crashNotes()
 	s.foldPrompts()
@@ -451,14 +457,14 @@ func (s *Summary) finish(wall time.Duration) {
 		g.finish()
 	}
 	if s.WallSeconds > 0 {
-		s.CasesPerSec = float64(s.Overall.Cases-s.resumedCases) / s.WallSeconds
+		s.CasesPerSec = float64(s.Overall.Cases-s.ResumedCases) / s.WallSeconds
 	}
 	sort.Strings(s.order)
 }
 
-// noteExecutionAccuracy sets each group's execution accuracy when the
+// NoteExecutionAccuracy sets each group's execution accuracy when the
 // run compared result sets.
-func (s *Summary) noteExecutionAccuracy() {
+func (s *Summary) NoteExecutionAccuracy() {
 	if !strings.HasPrefix(s.Compare, "rows") {
 		return
 	}
@@ -606,7 +612,7 @@ func (s *Summary) WriteTable(w io.Writer) {
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "%s in %.1fs (%.1f cases/s)", text.Count(s.Overall.Cases-s.resumedCases, "case"), s.WallSeconds, s.CasesPerSec)
+	fmt.Fprintf(w, "%s in %.1fs (%.1f cases/s)", text.Count(s.Overall.Cases-s.ResumedCases, "case"), s.WallSeconds, s.CasesPerSec)
 	if s.Overall.Masked > 0 {
 		fmt.Fprintf(w, "; %s with infrastructure errors left out of the means", text.Count(s.Overall.Masked, "response"))
 	}

@@ -1,4 +1,4 @@
-package job
+package results
 
 import (
 	"math"
@@ -30,8 +30,8 @@ func TestPassAtK(t *testing.T) {
 	}
 }
 
-func resp(reward float64, verdicts ...int8) responseRecord {
-	r := responseRecord{Reward: reward, Verdicts: verdicts, Requests: len(verdicts)}
+func resp(reward float64, verdicts ...int8) Response {
+	r := Response{Reward: reward, Verdicts: verdicts, Requests: len(verdicts)}
 	for _, v := range verdicts {
 		if v == -1 {
 			r.Infra = true
@@ -43,11 +43,11 @@ func resp(reward float64, verdicts ...int8) responseRecord {
 // TestSummaryMeansAndMask: verl's test_score is the mean over prompts of
 // the mean of their responses; mask leaves responses with -1 verdicts out.
 func TestSummaryMeansAndMask(t *testing.T) {
-	rows := []*rowRecord{
-		{Index: 0, DataSource: "a", Responses: []responseRecord{resp(1, 1, 1), resp(0, 0, 1)}},     // prompt mean 0.5
-		{Index: 1, DataSource: "a", Responses: []responseRecord{resp(0.5, 1, -1), resp(1, 1, 1)}},  // 0.75; masked: 1
-		{Index: 2, DataSource: "b", Responses: []responseRecord{resp(0, -1, -1), resp(0, -1, -1)}}, // 0; masked: left out
-		{Index: 3, DataSource: "b", Responses: []responseRecord{resp(0.25, -2, 1, 0, -3)}},         // 0.25
+	rows := []*Row{
+		{Index: 0, DataSource: "a", Responses: []Response{resp(1, 1, 1), resp(0, 0, 1)}},     // prompt mean 0.5
+		{Index: 1, DataSource: "a", Responses: []Response{resp(0.5, 1, -1), resp(1, 1, 1)}},  // 0.75; masked: 1
+		{Index: 2, DataSource: "b", Responses: []Response{resp(0, -1, -1), resp(0, -1, -1)}}, // 0; masked: left out
+		{Index: 3, DataSource: "b", Responses: []Response{resp(0.25, -2, 1, 0, -3)}},         // 0.25
 	}
 	for _, tt := range []struct {
 		mask                  bool
@@ -57,11 +57,11 @@ func TestSummaryMeansAndMask(t *testing.T) {
 		{false, (0.5 + 0.75 + 0 + 0.25) / 4, 0.625, 0.125, 0.5, 0},
 		{true, (0.5 + 1 + 0.25) / 3, 0.75, 0.25, (0.5 + 1) / 2, 3},
 	} {
-		s := newSummary("in", "out", tt.mask, nil)
+		s := NewSummary("in", "out", tt.mask, nil)
 		for _, r := range rows {
-			s.add(r, tt.mask)
+			s.Add(r, tt.mask)
 		}
-		s.finish(time.Second)
+		s.Finish(time.Second)
 		if got := s.Overall.MeanScore; math.Abs(got-tt.overall) > 1e-12 {
 			t.Errorf("mask %v: overall mean got %v, want %v", tt.mask, got, tt.overall)
 		}
@@ -96,7 +96,7 @@ func TestCrashedAtStart(t *testing.T) {
 	crash := func(code int, out *string) verdict.Case {
 		return verdict.Case{Verdict: verdict.RuntimeError, ExitCode: &code, Stdout: out, Stderr: &empty}
 	}
-	if got := crashAtStart([]verdict.Case{crash(segv, &empty), crash(segv, nil)}); got != "SIGSEGV" {
+	if got := CrashAtStart([]verdict.Case{crash(segv, &empty), crash(segv, nil)}); got != "SIGSEGV" {
 		t.Errorf("two segfaults: %q", got)
 	}
 	for name, cases := range map[string][]verdict.Case{
@@ -106,18 +106,18 @@ func TestCrashedAtStart(t *testing.T) {
 		"a timeout":       {{Verdict: verdict.Timeout, ExitCode: &segv}},
 		"no cases":        nil,
 	} {
-		if got := crashAtStart(cases); got != "" {
+		if got := CrashAtStart(cases); got != "" {
 			t.Errorf("%s: %q, want none", name, got)
 		}
 	}
 
-	s := newSummary("in", "out", false, nil)
-	resp := func(lang, crash string) responseRecord {
-		return responseRecord{Verdicts: []int8{-2}, Language: lang, Crash: crash}
+	s := NewSummary("in", "out", false, nil)
+	resp := func(lang, crash string) Response {
+		return Response{Verdicts: []int8{-2}, Language: lang, Crash: crash}
 	}
-	s.add(&rowRecord{DataSource: "x", Responses: []responseRecord{resp("ruby", "SIGSEGV"), resp("ruby", "SIGSEGV"), resp("lua", "SIGSEGV"), resp("lua", "")}}, false)
-	s.add(&rowRecord{Index: 1, DataSource: "x", Responses: []responseRecord{resp("ruby", "SIGSEGV"), resp("php", "SIGABRT")}}, false)
-	s.finish(time.Second)
+	s.Add(&Row{DataSource: "x", Responses: []Response{resp("ruby", "SIGSEGV"), resp("ruby", "SIGSEGV"), resp("lua", "SIGSEGV"), resp("lua", "")}}, false)
+	s.Add(&Row{Index: 1, DataSource: "x", Responses: []Response{resp("ruby", "SIGSEGV"), resp("php", "SIGABRT")}}, false)
+	s.Finish(time.Second)
 	if len(s.CrashedAtStart) != 2 || s.CrashedAtStart[0].Language != "php" || s.CrashedAtStart[1].Language != "ruby" || s.CrashedAtStart[1].Responses != 3 {
 		t.Fatalf("crashed at start: %+v", s.CrashedAtStart)
 	}
@@ -170,18 +170,18 @@ func TestSummaryPassK(t *testing.T) {
 	if _, err := ParsePassK("1,0"); err == nil {
 		t.Error("ParsePassK took 0")
 	}
-	s := newSummary("in", "out", false, ks)
-	resp := func(ok bool) responseRecord {
+	s := NewSummary("in", "out", false, ks)
+	resp := func(ok bool) Response {
 		v := int8(0)
 		if ok {
 			v = 1
 		}
-		return responseRecord{Reward: float64(v), Verdicts: []int8{v}, Requests: 1}
+		return Response{Reward: float64(v), Verdicts: []int8{v}, Requests: 1}
 	}
-	six := []responseRecord{resp(true), resp(false), resp(false), resp(false), resp(false), resp(false)}
-	s.add(&rowRecord{Index: 0, DataSource: "a", Responses: six}, false)
-	s.add(&rowRecord{Index: 1, DataSource: "a", Responses: []responseRecord{resp(true), resp(true)}}, false)
-	s.finish(time.Second)
+	six := []Response{resp(true), resp(false), resp(false), resp(false), resp(false), resp(false)}
+	s.Add(&Row{Index: 0, DataSource: "a", Responses: six}, false)
+	s.Add(&Row{Index: 1, DataSource: "a", Responses: []Response{resp(true), resp(true)}}, false)
+	s.Finish(time.Second)
 	g := s.Overall
 	if len(g.PassAtK) != 2 {
 		t.Errorf("pass@k keys %v, want pass@1 and pass@5 (no prompt has 10 responses)", g.PassAtK)
