@@ -242,11 +242,11 @@ func newView(j *jail.Runner, root string, tools map[string]string, env []string)
 	// paths, this sandbox's directory included.
 	st := jail.Spec{Argv: []string{jail.WrapperShell, "-c", "test -r /proc/1/stat && test -d " + jail.RunDir + " && test ! -e " + root},
 		Dir: jail.RunDir, Env: env, Timeout: 30 * time.Second}
-	res, _, err := j.Run(ctx, st)
+	res, err := j.Run(ctx, st)
 	if err != nil {
 		return nil, err
 	}
-	if res.Status != sandboxclient.StepFinished || res.ReturnCode == nil || *res.ReturnCode != 0 {
+	if !res.Succeeded() {
 		return nil, fmt.Errorf("a probe step failed: %s", strings.TrimSpace(res.Stderr))
 	}
 	return rootOnly, nil
@@ -555,7 +555,7 @@ func (l *Local) doCompile(ctx context.Context, spec *lang.Language, req *sandbox
 		l.warn("root-"+spec.Programs()[0], fmt.Sprintf("%s is not reachable by an unprivileged user; its compiles run as root", l.tools[spec.Programs()[0]]))
 	}
 	l.compiles.Add(1)
-	res, _, err := l.j.Run(ctx, st)
+	res, err := l.j.Run(ctx, st)
 	// Whoever compiled, the result belongs to root from now on so that no
 	// later run can change a cached binary.
 	jail.ChownTree(dir, 0, 0)
@@ -563,8 +563,7 @@ func (l *Local) doCompile(ctx context.Context, spec *lang.Language, req *sandbox
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	ok := res.Status == sandboxclient.StepFinished && res.ReturnCode != nil && *res.ReturnCode == 0
-	return &build{dir: dir, result: res, ok: ok}, nil
+	return &build{dir: dir, result: stepResult(res), ok: res.Succeeded()}, nil
 }
 
 // warmGoCacheCode imports what solutions and tests commonly use, so that
@@ -641,12 +640,12 @@ func (l *Local) warmGoCache(ctx context.Context) error {
 	}
 	st.Argv = append([]string{l.tools["go"], "test", "-c", "-o", "warm.bin"}, files...)
 	st.Env = stepEnv(l.pathEnv, l.host, st.Dir, lang.GoEnv)
-	res, _, err := l.j.Run(ctx, st)
+	res, err := l.j.Run(ctx, st)
 	switch {
 	case err != nil:
 		return err
-	case res.Status != sandboxclient.StepFinished || res.ReturnCode == nil || *res.ReturnCode != 0:
-		return fmt.Errorf("go test -c: %s: %s", res.Status, strings.TrimSpace(res.Stderr+res.Stdout))
+	case !res.Succeeded():
+		return fmt.Errorf("go test -c: %s: %s", res.Outcome, strings.TrimSpace(res.Stderr+res.Stdout))
 	}
 	return nil
 }
@@ -716,7 +715,34 @@ func (l *Local) execute(ctx context.Context, spec *lang.Language, req *sandboxcl
 	if st.AsRoot {
 		l.warn("root-"+spec.RunProgram, fmt.Sprintf("%s is not reachable by an unprivileged user; its runs run as root", l.tools[spec.RunProgram]))
 	}
-	return l.j.Run(ctx, st)
+	res, err := l.j.Run(ctx, st)
+	if err != nil {
+		return nil, nil, err
+	}
+	return stepResult(res), res.Files, nil
+}
+
+// stepResult is a jail's result as the protocol's step result: the one
+// place where the jail's account becomes the answer's.
+func stepResult(r *jail.Result) *sandboxclient.StepResult {
+	sr := &sandboxclient.StepResult{
+		ExecutionTime: r.Elapsed.Seconds(),
+		ReturnCode:    r.ExitCode,
+		Stdout:        r.Stdout,
+		Stderr:        r.Stderr,
+		Starved:       r.Starved,
+		CPUTime:       r.CPU.Seconds(),
+		CPUWait:       r.Waited.Seconds(),
+	}
+	switch r.Outcome {
+	case jail.Exited:
+		sr.Status = sandboxclient.StepFinished
+	case jail.TimedOut:
+		sr.Status = sandboxclient.StepTimeLimitExceeded
+	default:
+		sr.Status = sandboxclient.StepError
+	}
+	return sr
 }
 
 // validFetchNames keeps the fetch names that stay inside the run directory

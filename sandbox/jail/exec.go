@@ -26,7 +26,6 @@ import (
 
 	"github.com/verl-score/verl-score/sandbox/cgroup"
 	"github.com/verl-score/verl-score/sandbox/nsinit"
-	"github.com/verl-score/verl-score/sandboxclient"
 )
 
 // Spec is one process to run.
@@ -309,15 +308,15 @@ var ErrNotStarted = errors.New("the starter could not start the program")
 
 // Run runs one process to completion or timeout under the Runner's
 // concurrency limit. An error means the sandbox failed, not the program.
-func (r *Runner) Run(ctx context.Context, s Spec) (*sandboxclient.StepResult, map[string]string, error) {
+func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
 	select {
 	case r.sem <- struct{}{}:
 	case <-ctx.Done():
-		return nil, nil, ctx.Err()
+		return nil, ctx.Err()
 	}
 	defer func() { <-r.sem }()
 	if err := ctx.Err(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	uid := -1
 	if r.Iso.PerRunUser && !s.AsRoot {
@@ -326,7 +325,7 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*sandboxclient.StepResult, ma
 		uid = int(u)
 		if s.Owned != "" {
 			if err := s.chownOwned(uid); err != nil {
-				return nil, nil, fmt.Errorf("hand directory to step user: %w", err)
+				return nil, fmt.Errorf("hand directory to step user: %w", err)
 			}
 		}
 	}
@@ -334,11 +333,11 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*sandboxclient.StepResult, ma
 	if grp != nil {
 		defer r.Cgroups.Put(grp)
 	}
-	res, fetched, err := r.runAs(ctx, &s, uid, s.Forkable, grp)
+	res, err := r.runAs(ctx, &s, uid, s.Forkable, grp)
 	if errors.Is(err, ErrNotStarted) {
-		res, fetched, err = r.runAs(ctx, &s, uid, false, grp)
+		res, err = r.runAs(ctx, &s, uid, false, grp)
 	}
-	return res, fetched, err
+	return res, err
 }
 
 // start starts the step's first process: through the fork server
@@ -469,10 +468,10 @@ func OpenPipes(n int) ([]*os.File, error) {
 	return ends, nil
 }
 
-func (r *Runner) runAs(ctx context.Context, s *Spec, uid int, fork bool, grp *cgroup.Run) (*sandboxclient.StepResult, map[string]string, error) {
+func (r *Runner) runAs(ctx context.Context, s *Spec, uid int, fork bool, grp *cgroup.Run) (*Result, error) {
 	sio, err := openStepIO(s, uid)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	start := r.Now()
 	p, err := r.start(s, uid, fork, grp, sio.progIn, sio.progOut, sio.progErr)
@@ -480,10 +479,10 @@ func (r *Runner) runAs(ctx context.Context, s *Spec, uid int, fork bool, grp *cg
 	if err != nil {
 		sio.closeOurs()
 		if r.Iso.Contained {
-			return nil, nil, fmt.Errorf("start the step's init: %w", err)
+			return nil, fmt.Errorf("start the step's init: %w", err)
 		}
 		// The server reports a step it could not start as status Error.
-		return &sandboxclient.StepResult{Status: sandboxclient.StepError, Stderr: "exception on running command: " + err.Error()}, nil, nil
+		return &Result{Outcome: NotStarted, Stderr: "exception on running command: " + err.Error()}, nil
 	}
 	if p.Report != nil {
 		defer p.Report.Close()
@@ -504,10 +503,10 @@ func (r *Runner) runAs(ctx context.Context, s *Spec, uid int, fork bool, grp *cg
 	cpu := r.endStep(p, grp, uid)
 	sio.finish()
 	if end.cancelled {
-		return nil, nil, ctx.Err()
+		return nil, ctx.Err()
 	}
 	if p.waitErr != nil {
-		return nil, nil, fmt.Errorf("wait for step: %w", p.waitErr)
+		return nil, fmt.Errorf("wait for step: %w", p.waitErr)
 	}
 	return r.collect(s, p, end, cpu, sio)
 }
@@ -672,15 +671,15 @@ func (r *Runner) endStep(p *Proc, grp *cgroup.Run, uid int) time.Duration {
 	return cpu
 }
 
-// collect is the step's result: its output, its status and return code
-// (from its init's report where it has one) and the files read back.
-func (r *Runner) collect(s *Spec, p *Proc, end stepEnd, cpu time.Duration, sio *stepIO) (*sandboxclient.StepResult, map[string]string, error) {
-	res := &sandboxclient.StepResult{
-		ExecutionTime: end.elapsed.Seconds(),
-		Stdout:        sio.stdout.String("stdout"),
-		Stderr:        sio.stderr.String("stderr"),
-		CPUTime:       cpu.Seconds(),
-		CPUWait:       end.waited.Seconds(),
+// collect is the step's result: its output, how it ended and its exit
+// code (from its init's report where it has one) and the files read back.
+func (r *Runner) collect(s *Spec, p *Proc, end stepEnd, cpu time.Duration, sio *stepIO) (*Result, error) {
+	res := &Result{
+		Elapsed: end.elapsed,
+		Stdout:  sio.stdout.String("stdout"),
+		Stderr:  sio.stderr.String("stderr"),
+		CPU:     cpu,
+		Waited:  end.waited,
 	}
 	if sio.stdout.dropped > 0 {
 		res.Stderr += sio.stdout.note("stdout")
@@ -689,41 +688,38 @@ func (r *Runner) collect(s *Spec, p *Proc, end stepEnd, cpu time.Duration, sio *
 		res.Stderr += sio.stderr.note("stderr")
 	}
 	if end.timedOut {
-		res.Status = sandboxclient.StepTimeLimitExceeded
-		res.Starved = end.starved
-		return res, nil, nil
+		res.Outcome, res.Starved = TimedOut, end.starved
+		return res, nil
 	}
-	res.Status = sandboxclient.StepFinished
 	var ws syscall.WaitStatus
-	var fetched map[string]string
 	if p.Report != nil {
 		ir, err := p.Report.result(p.state)
 		if err != nil {
 			if p.ViaStarter && !p.Report.hasStarted() {
 				// The program never started: it runs again the plain way.
 				r.Starter.Lost(err.Error())
-				return nil, nil, ErrNotStarted
+				return nil, ErrNotStarted
 			}
-			return nil, nil, err
+			return nil, err
 		}
 		if ir.noStart != "" {
-			return &sandboxclient.StepResult{Status: sandboxclient.StepError, Stderr: ir.noStart}, nil, nil
+			return &Result{Outcome: NotStarted, Stderr: ir.noStart}, nil
 		}
-		ws, fetched = ir.status, ir.files
-		res.ExecutionTime = ir.elapsed.Seconds()
+		ws, res.Files = ir.status, ir.files
+		res.Elapsed = ir.elapsed
 		if ir.cost != nil {
 			r.StartCosts.add(ir.cost)
 		}
 	} else {
 		ws, _ = p.state.Sys().(syscall.WaitStatus)
-		fetched = fetchFiles(s.Dir, s.Fetch, r.MaxOutput)
+		res.Files = fetchFiles(s.Dir, s.Fetch, r.MaxOutput)
 	}
 	rc := ws.ExitStatus()
 	if ws.Signaled() {
 		rc = -int(ws.Signal())
 	}
-	res.ReturnCode = &rc
-	return res, fetched, nil
+	res.ExitCode = &rc
+	return res, nil
 }
 
 // CappedBuffer keeps the first max bytes written and counts the rest.
