@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/verl-score/verl-score/sandbox/lang"
 	"github.com/verl-score/verl-score/sandboxclient"
 	"github.com/verl-score/verl-score/score"
 	"github.com/verl-score/verl-score/text"
@@ -166,10 +167,6 @@ type langCrashes struct {
 	bySignal  map[string]int
 }
 
-// RubyStackCause explains Ruby's crashes at start under a memory limit.
-const RubyStackCause = "Ruby cannot start when its stack limit equals its memory limit, which is how SandboxFusion runs it under memory_limit_MB " +
-	"(so verl scores every Ruby program 0 there too); --ruby-stack-mb 8 lets Ruby run, with verdicts that then differ from verl's"
-
 // noteLanguages counts the responses of each language and their crashes
 // at start.
 func (s *Summary) noteLanguages(rec *Row) {
@@ -201,14 +198,14 @@ func (s *Summary) Languages() []string {
 // with one signal.
 func (s *Summary) crashNotes() []CrashNote {
 	var out []CrashNote
-	for lang, lc := range s.languages {
+	for name, lc := range s.languages {
 		for sig, n := range lc.bySignal {
 			if n != lc.responses {
 				continue
 			}
-			note := CrashNote{Language: lang, Responses: n, Signal: sig}
-			if lang == "ruby" && sig == "SIGSEGV" {
-				note.Cause = RubyStackCause
+			note := CrashNote{Language: name, Responses: n, Signal: sig}
+			if l := lang.Get(name); l != nil {
+				note.Cause = l.StartCrash[sig]
 			}
 			out = append(out, note)
 		}

@@ -1,6 +1,7 @@
 package results
 
 import (
+	"github.com/verl-score/verl-score/sandbox/lang"
 	"math"
 	"math/bits"
 	"slices"
@@ -121,7 +122,7 @@ func TestCrashedAtStart(t *testing.T) {
 	if len(s.CrashedAtStart) != 2 || s.CrashedAtStart[0].Language != "php" || s.CrashedAtStart[1].Language != "ruby" || s.CrashedAtStart[1].Responses != 3 {
 		t.Fatalf("crashed at start: %+v", s.CrashedAtStart)
 	}
-	if s.CrashedAtStart[1].Cause != RubyStackCause || s.CrashedAtStart[0].Cause != "" {
+	if s.CrashedAtStart[1].Cause != lang.RubyStackCause || s.CrashedAtStart[0].Cause != "" {
 		t.Errorf("causes: %+v", s.CrashedAtStart)
 	}
 	w := s.Warnings()

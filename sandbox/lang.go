@@ -12,7 +12,7 @@ import (
 // runLimits are jail.RunLimits with the sandbox's own options.
 func runLimits(o Options, spec *lang.Language, memMB int, timeout time.Duration) jail.Limits {
 	lim := jail.RunLimits(spec.HeapLimited, memMB, timeout)
-	if spec.Name == "ruby" && o.RubyStackMB > 0 && lim.StackMB > 0 {
+	if spec.StackSetting && o.RubyStackMB > 0 && lim.StackMB > 0 {
 		lim.StackMB = o.RubyStackMB
 	}
 	return lim

@@ -501,7 +501,7 @@ func (l *Local) doCompile(ctx context.Context, spec *lang.Language, req *sandbox
 		return nil, fmt.Errorf("write source: %w", err)
 	}
 	var goBinds []jail.Bind
-	if spec.Env != nil && l.tools["go"] != "" && spec.Programs()[0] == "go" {
+	if spec.CompileCache == lang.GoBuildCache && l.tools["go"] != "" {
 		l.warmGo(ctx) // before the compile's time starts
 		var err error
 		if goBinds, err = goBuildDir(l.caches, dir); err != nil {
@@ -528,7 +528,7 @@ func (l *Local) doCompile(ctx context.Context, spec *lang.Language, req *sandbox
 		st.Dir = dir
 	}
 	st.Argv = spec.Compile(l.host, lang.Args{Dir: st.Dir, MemMB: req.MemoryLimitMB, Code: req.Code, Files: slices.Sorted(maps.Keys(files))})
-	if spec.Name == "cpp" {
+	if spec.CompileCache == lang.PrecompiledHeader {
 		if inc := l.caches.WaitPCH(ctx); inc != "" {
 			if l.j.Iso.Contained {
 				st.View.Binds = append(st.View.Binds, jail.Bind{Source: inc, Target: toolchain.PCHViewDir})
@@ -537,7 +537,7 @@ func (l *Local) doCompile(ctx context.Context, spec *lang.Language, req *sandbox
 			st.Argv = append([]string{st.Argv[0], "-I" + inc}, st.Argv[1:]...)
 		}
 	}
-	if spec.Name == "java" {
+	if spec.CompileCache == lang.ClassDataArchive {
 		if dir := l.caches.WaitJavacArchive(ctx); dir != "" {
 			if l.j.Iso.Contained {
 				st.View.Binds = append(st.View.Binds, jail.Bind{Source: dir, Target: toolchain.JavacArchiveViewDir})
@@ -684,7 +684,7 @@ func (l *Local) execute(ctx context.Context, spec *lang.Language, req *sandboxcl
 			st.View.Binds = []jail.Bind{{Source: binDir, Target: jail.BuildDir}}
 		}
 		st.Argv = spec.Run(l.host, lang.Args{Dir: st.Dir, BinDir: viewBin, MemMB: req.MemoryLimitMB, Code: req.Code, Files: slices.Sorted(maps.Keys(files))})
-		st.Forkable = spec.Name == "python" && !st.AsRoot && len(st.View.Fetch) == 0 && len(abs) == 0 &&
+		st.Forkable = spec.Forkable && !st.AsRoot && len(st.View.Fetch) == 0 && len(abs) == 0 &&
 			!parentAware.MatchString(req.Code)
 	} else {
 		dir := filepath.Join(l.root, "runs", fmt.Sprintf("r%d", l.runSeq.Add(1)))

@@ -44,7 +44,7 @@ func (e *Engine) rejudge(ctx context.Context, st *solState, i int, cr *verdict.C
 		}
 		runs = e.runChecker(ctx, ch, c, *expected, cr)
 	case exact == verdict.False:
-		callBased := st.set.FnName != "" && st.lang == "python"
+		callBased := st.set.CallBased(st.lang)
 		match := e.opts.Compare.Match
 		if st.set.Ordered {
 			match = e.opts.Compare.MatchOrdered

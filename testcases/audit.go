@@ -111,7 +111,7 @@ const driverFailLine = `        sys.stderr.write("driver: calling %r failed:\n%s
 // reporting itself. Only Python programs can be probed (ok false
 // otherwise).
 func (s *Set) AuditProgram(solution string, i int, lang, nonce string) (code string, ok bool) {
-	if lang != "python" {
+	if lang != DriverLanguage {
 		return "", false
 	}
 	prog := s.Program(solution, i, lang)

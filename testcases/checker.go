@@ -89,7 +89,15 @@ int main() {
 // stdin (Stdin), unpacked by its program before it runs: its program is
 // then the same for every case, and compiled once. Otherwise they are
 // sent as the request's files.
-func (c *Checker) Framed() bool { return c.Language == "python" || c.Language == "cpp" }
+func (c *Checker) Framed() bool { return checkerFrames[c.Language] != nil }
+
+// checkerFrames wrap a checker's code, by its language, into the program
+// that unpacks the framed stdin and calls it; the other languages run as
+// written.
+var checkerFrames = map[string]func(code string) string{
+	"python": func(code string) string { return strings.Replace(checkerPython, "%s", strconv.QuoteToASCII(code), 1) },
+	"cpp":    func(code string) string { return "#define main verl_checker_main\n" + code + "\n" + checkerMainCpp },
+}
 
 // Stdin frames a case's three files for a Framed checker: their lengths
 // on a line, then the files one after the other.
@@ -102,11 +110,8 @@ func Stdin(input, output, answer string) string {
 // and C++), and a plain one reads the three files by name. Other languages
 // run as written and read the files by name.
 func (c *Checker) Program() string {
-	switch c.Language {
-	case "python":
-		return strings.Replace(checkerPython, "%s", strconv.QuoteToASCII(c.Code), 1)
-	case "cpp":
-		return "#define main verl_checker_main\n" + c.Code + "\n" + checkerMainCpp
+	if frame := checkerFrames[c.Language]; frame != nil {
+		return frame(c.Code)
 	}
 	return c.Code
 }

@@ -120,17 +120,25 @@ func (s *Set) HasAsserts() bool {
 	return false
 }
 
+// DriverLanguage is the language of verl's fn_name driver and of the
+// audit's harness: a call-based problem is call-based only in it.
+const DriverLanguage = "python"
+
+// CallBased reports whether the set's programs in lang call a function
+// (fn_name) rather than read stdin.
+func (s *Set) CallBased(lang string) bool { return s.FnName != "" && lang == DriverLanguage }
+
 // Program returns the code sent for case i of solution in language lang.
 // As in verl, the code is solution + "\n\n" + assert_case[i] (an empty
 // assert when the ground truth has none), and when FnName is set and lang
-// is "python" that whole text is wrapped in the fn_name driver (WrapFnName).
+// is DriverLanguage that whole text is wrapped in the fn_name driver (WrapFnName).
 // An index out of range counts as a case without assert.
 func (s *Set) Program(solution string, i int, lang string) string {
 	var assert string
 	if i >= 0 && i < len(s.Cases) {
 		assert = s.Cases[i].Assert
 	}
-	if s.FnName != "" && lang == "python" {
+	if s.CallBased(lang) {
 		return wrap(solution, "\n\n", assert, s.FnName)
 	}
 	return solution + "\n\n" + assert

@@ -12,7 +12,8 @@ func init() {
 		Fences: []string{"cpp", "c++", "cxx", "cc", "hpp", "c"},
 		Tools:  []Tool{{"g++", "g++"}},
 		Runner: &Runner{
-			Source: "solution.cpp",
+			Source:       "solution.cpp",
+			CompileCache: PrecompiledHeader,
 			Compile: func(h Host, _ Args) []string {
 				return append(append([]string{h.Tool("g++")}, CppFlags...), "solution.cpp", "-o", "test")
 			},

@@ -46,6 +46,7 @@ func init() {
 			Source:        "solution.go",
 			CompileAsRoot: true,
 			Env:           goEnv,
+			CompileCache:  GoBuildCache,
 			Compile: func(h Host, _ Args) []string {
 				return []string{h.Tool("go"), "build", "-o", "out", "solution.go"}
 			},
@@ -72,6 +73,7 @@ func init() {
 			RunOutput:     goTestOutput,
 			MergeStderr:   true,
 			Env:           goEnv,
+			CompileCache:  GoBuildCache,
 			Compile: func(h Host, _ Args) []string {
 				return []string{h.Tool("go"), "test", "-c", "-o", "test.bin", "solution_test.go"}
 			},

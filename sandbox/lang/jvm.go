@@ -101,9 +101,10 @@ func init() {
 		Tools:  []Tool{{"javac", jdk}, {"java", jdk}},
 		Extras: []string{"libjavatuples-java"},
 		Runner: &Runner{
-			RunProgram:  "java",
-			Source:      "Main.java",
-			HeapLimited: true,
+			RunProgram:   "java",
+			Source:       "Main.java",
+			HeapLimited:  true,
+			CompileCache: ClassDataArchive,
 			Compile: func(h Host, a Args) []string {
 				return append(append([]string{h.Tool("javac")}, JavacJVMFlags...),
 					"-encoding", "UTF-8", "-cp", javaClassPath(".", a.Files), "Main.java")

@@ -44,17 +44,37 @@ type Language struct {
 	// Slow: its toolchain is large or slow to start; its tests run apart
 	// from the README's test command (build tag slowlangs).
 	Slow bool
+	// StartCrash explains a crash at start (every response of the language
+	// killed by one signal before writing anything) by the signal's name,
+	// where the language has a known cause; the summary gives it.
+	StartCrash map[string]string
 	// Cases are its conformance cases.
 	Cases func() []Case
 	// Runner says how the embedded sandbox runs it; nil where it cannot.
 	*Runner
 }
 
+// RubyStackCause explains Ruby's crashes at start under a memory limit.
+const RubyStackCause = "Ruby cannot start when its stack limit equals its memory limit, which is how SandboxFusion runs it under memory_limit_MB " +
+	"(so verl scores every Ruby program 0 there too); --ruby-stack-mb 8 lets Ruby run, with verdicts that then differ from verl's"
+
 // Tool is one program a language needs.
 type Tool struct {
 	Program string
 	// Package provides it on Debian (or "npm: name" for npm).
 	Package string
+}
+
+// versionArgs are the arguments that make a program print its version,
+// where they are not --version.
+var versionArgs = map[string][]string{"go": {"version"}, "java": {"-version"}, "javac": {"-version"}}
+
+// VersionArgs are the arguments that make prog print its version.
+func VersionArgs(prog string) []string {
+	if a, ok := versionArgs[prog]; ok {
+		return a
+	}
+	return []string{"--version"}
 }
 
 // Programs are the names of l's tools, the compiler or interpreter first.

@@ -155,3 +155,23 @@ func TestCIInstallsWhatTheRegistryNames(t *testing.T) {
 		}
 	}
 }
+
+// The fast paths and quirks are declared by the languages that have them,
+// and by no other (the sandbox reads these, never a name).
+func TestHooksAreDeclared(t *testing.T) {
+	caches := map[string]CompileCache{"cpp": PrecompiledHeader, "java": ClassDataArchive, "go": GoBuildCache, "go_test": GoBuildCache}
+	for _, l := range All() {
+		if l.Runner == nil {
+			continue
+		}
+		if got := l.CompileCache; got != caches[l.Name] {
+			t.Errorf("%s: CompileCache %d, want %d", l.Name, got, caches[l.Name])
+		}
+		if l.Forkable != (l.Name == "python") || l.StackSetting != (l.Name == "ruby") {
+			t.Errorf("%s: Forkable %v, StackSetting %v", l.Name, l.Forkable, l.StackSetting)
+		}
+		if (l.StartCrash["SIGSEGV"] == RubyStackCause) != (l.Name == "ruby") {
+			t.Errorf("%s: StartCrash %v", l.Name, l.StartCrash)
+		}
+	}
+}

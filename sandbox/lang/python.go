@@ -18,7 +18,7 @@ func init() {
 			return ""
 		},
 		Tools:  []Tool{{"python3", "python3"}},
-		Runner: interpreted("python3", "solution.py"),
+		Runner: interpreted("python3", "solution.py").with(func(r *Runner) { r.Forkable = true }),
 		Cases: func() []Case {
 			return []Case{
 				sumCase("python", "correct", "a, b = map(int, input().split())\nprint(a + b)\n", wantT),

@@ -46,7 +46,34 @@ type Runner struct {
 	// Refuse, if set, says why the code cannot be built at all; the
 	// server then answers SandboxError with a compile step in Error.
 	Refuse func(code string) string
+
+	// The fast paths and quirks the sandbox gives a language that
+	// declares them (the sandbox branches on these, never on a name).
+
+	// CompileCache is the built-once cache its compiles use where it is
+	// ready (--fast-paths): same verdicts, a faster compile.
+	CompileCache CompileCache
+	// Forkable: its runs may start from the Python fork server (a
+	// pre-started interpreter) rather than a fresh process.
+	Forkable bool
+	// StackSetting: its stack limit is the sandbox's RubyStackMB where that
+	// is set (0 keeps SandboxFusion's: the stack limit is the memory limit).
+	StackSetting bool
 }
+
+// CompileCache is a cache built once and shared by a language's compiles.
+type CompileCache int
+
+const (
+	NoCompileCache CompileCache = iota
+	// PrecompiledHeader: g++ compiles against a precompiled bits/stdc++.h.
+	PrecompiledHeader
+	// ClassDataArchive: javac starts from a class-data archive of itself.
+	ClassDataArchive
+	// GoBuildCache: go builds with the module cache and a build cache
+	// warmed with the standard library.
+	GoBuildCache
+)
 
 // Host is what a language's commands are built from on this machine.
 type Host interface {
@@ -89,6 +116,9 @@ func (r *Runner) SourceText(code string) []byte {
 
 // interpreted is the runner of a language whose program runs a source
 // file: `prog [flags] file`.
+// with sets what f sets on r, and returns r.
+func (r *Runner) with(f func(*Runner)) *Runner { f(r); return r }
+
 func interpreted(prog, source string, flags ...string) *Runner {
 	return &Runner{
 		RunProgram: prog,

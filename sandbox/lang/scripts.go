@@ -72,7 +72,9 @@ func init() {
 		Fences: []string{"ruby", "rb"},
 		Tools:  []Tool{{"ruby", "ruby"}},
 		Extras: []string{"ruby-test-unit"},
-		Runner: interpreted("ruby", "solution.rb"),
+		Runner: interpreted("ruby", "solution.rb").with(func(r *Runner) { r.StackSetting = true }),
+		// Under a memory limit Ruby crashes before its first line.
+		StartCrash: map[string]string{"SIGSEGV": RubyStackCause},
 		Cases: func() []Case {
 			return []Case{
 				noMemLimit(sumCase("ruby", "correct", "a, b = gets.split.map(&:to_i)\nputs a + b\n", wantT)),

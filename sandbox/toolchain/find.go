@@ -85,7 +85,7 @@ func Resolve(prog string) string {
 			return junitConsoleJar
 		}
 		return ""
-	case "bash":
+	case "bash": // the program, not the language
 		if IsExecutable("/bin/bash") {
 			return "/bin/bash"
 		}
@@ -205,18 +205,11 @@ func ToolchainsOf(langs []string) []Toolchain {
 }
 
 // toolchain finds prog and asks it its version.
-func toolchain(lang, prog string) Toolchain {
-	tc := Toolchain{Language: lang, Program: prog, Path: Resolve(prog)}
+func toolchain(language, prog string) Toolchain {
+	tc := Toolchain{Language: language, Program: prog, Path: Resolve(prog)}
 	tc.Found = tc.Path != ""
 	if tc.Found {
-		args := []string{"--version"}
-		switch prog {
-		case "go":
-			args = []string{"version"}
-		case "java", "javac":
-			args = []string{"-version"}
-		}
-		if v, err := quickOutput(tc.Path, args...); err == nil {
+		if v, err := quickOutput(tc.Path, lang.VersionArgs(prog)...); err == nil {
 			tc.Version = strings.TrimSpace(strings.SplitN(v, "\n", 2)[0])
 		}
 	}
