@@ -230,7 +230,13 @@ func (c *checker) end() error {
 		}
 	}
 	if extra > 0 {
-		c.b.note("rows", "the baseline has %d rows, the input %d: the baseline's last %d rows are missing from the input", c.rows+extra, c.rows, extra)
+		c.b.note(
+			"rows",
+			"the baseline has %d rows, the input %d: the baseline's last %d rows are missing from the input",
+			c.rows+extra,
+			c.rows,
+			extra,
+		)
 	}
 	return nil
 }
@@ -266,7 +272,11 @@ func (c *checker) reference(row *rollout.Row, n int) (ref, error) {
 	br, err := c.base.Next()
 	if err == io.EOF {
 		c.baseDone = true
-		c.b.note("baseline rows", "the baseline ends before row %d of the input: the input's rows from there on are missing from it", row.Index)
+		c.b.note(
+			"baseline rows",
+			"the baseline ends before row %d of the input: the input's rows from there on are missing from it",
+			row.Index,
+		)
 		return ref{noBase: true}, nil
 	}
 	if err != nil {

@@ -72,7 +72,13 @@ func Diff(a, b string, opts DiffOptions) (*Report, error) {
 		}
 		bd.note("rows", "rows matched by position: some rows have no id (--id-key), prompt or ground truth to match them by")
 		if len(xs) != len(ys) {
-			bd.note("rows", "A has %d rows, B has %d: the %d rows beyond the shorter one are missing", len(xs), len(ys), abs(len(xs)-len(ys)))
+			bd.note(
+				"rows",
+				"A has %d rows, B has %d: the %d rows beyond the shorter one are missing",
+				len(xs),
+				len(ys),
+				abs(len(xs)-len(ys)),
+			)
 		}
 		return withCode(bd.finish(), b, opts.Reader), nil
 	}
@@ -99,8 +105,15 @@ func Diff(a, b string, opts DiffOptions) (*Report, error) {
 		pairs = append(pairs, pair{x, ys[q[0]]})
 	}
 	if n := max(len(xs), len(ys)); n > 0 && 2*matched < n {
-		return nil, fmt.Errorf("%w: only %d of %d rows of %s and %d of %s have a counterpart with the same prompt and ground truth (or --id-key)",
-			ErrNotSameInput, matched, len(xs), a, len(ys), b)
+		return nil, fmt.Errorf(
+			"%w: only %d of %d rows of %s and %d of %s have a counterpart with the same prompt and ground truth (or --id-key)",
+			ErrNotSameInput,
+			matched,
+			len(xs),
+			a,
+			len(ys),
+			b,
+		)
 	}
 	for _, p := range pairs {
 		diffRow(bd, p.x, p.y, opts.Tolerance)
@@ -111,7 +124,11 @@ func Diff(a, b string, opts DiffOptions) (*Report, error) {
 		}
 	}
 	if moved > 0 {
-		bd.note("rows", "%d rows of B are at other positions than in A; rows are matched by their prompt and ground truth (or --id-key)", moved)
+		bd.note(
+			"rows",
+			"%d rows of B are at other positions than in A; rows are matched by their prompt and ground truth (or --id-key)",
+			moved,
+		)
 	}
 	if onlyA, onlyB := len(xs)-matched, len(ys)-matched; onlyA+onlyB > 0 {
 		bd.note("rows", "%d rows of A and %d of B have no counterpart: they are missing", onlyA, onlyB)
@@ -212,7 +229,14 @@ func diffRow(bd *builder, x, y *rollout.ScoredRow, tol float64) {
 		bd.note("data source", "row %d: data source %q in A, %q in B", x.Index, x.DataSource, y.DataSource)
 	}
 	for j := 0; j < max(na, nb); j++ {
-		it := &Item{Row: anchor.Index, Response: j, File: anchor.File, Line: anchor.Line, DataSource: anchor.DataSource, ID: anchor.TaskID}
+		it := &Item{
+			Row:        anchor.Index,
+			Response:   j,
+			File:       anchor.File,
+			Line:       anchor.Line,
+			DataSource: anchor.DataSource,
+			ID:         anchor.TaskID,
+		}
 		if it.DataSource == "" && y != nil {
 			it.DataSource = y.DataSource
 		}

@@ -94,13 +94,44 @@ func (r *Report) WriteText(w io.Writer, top int) error {
 	fmt.Fprint(tw, "\n\n")
 	c := r.Counts
 	fmt.Fprintln(tw, "RESPONSES\tCOMPARED\tEQUAL\tREGRESSED\tIMPROVED\tFLAKY\tMISSING\tNO REFERENCE")
-	fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n\n", c.Responses, c.Compared, c.Equal, c.Regressed, c.Improved, c.Flaky, c.Missing, c.NoReference)
-	fmt.Fprintln(tw, "DATA SOURCE\tCOMPARED\tEQUAL\tREGRESSED\tIMPROVED\tFLAKY\tMISSING\tREF MEAN/PROMPT\tNEW MEAN/PROMPT\tREF MEAN/RESPONSE\tNEW MEAN/RESPONSE")
+	fmt.Fprintf(
+		tw,
+		"%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n\n",
+		c.Responses,
+		c.Compared,
+		c.Equal,
+		c.Regressed,
+		c.Improved,
+		c.Flaky,
+		c.Missing,
+		c.NoReference,
+	)
+	fmt.Fprintln(
+		tw,
+		"DATA SOURCE\tCOMPARED\tEQUAL\tREGRESSED\tIMPROVED\tFLAKY\tMISSING\tREF MEAN/PROMPT\tNEW MEAN/PROMPT\tREF "+
+			"MEAN/RESPONSE\tNEW MEAN/RESPONSE",
+	)
 	for _, s := range r.BySource {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.4f\t%.4f\t%.4f\t%.4f\n", dsName(s.DataSource), s.Compared, s.Equal, s.Regressed,
-			s.Improved, s.Flaky, s.Missing, s.PromptMeanReference, s.PromptMeanNew, s.MeanReference, s.MeanNew)
+		fmt.Fprintf(
+			tw,
+			"%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.4f\t%.4f\t%.4f\t%.4f\n",
+			dsName(s.DataSource),
+			s.Compared,
+			s.Equal,
+			s.Regressed,
+			s.Improved,
+			s.Flaky,
+			s.Missing,
+			s.PromptMeanReference,
+			s.PromptMeanNew,
+			s.MeanReference,
+			s.MeanNew,
+		)
 	}
-	fmt.Fprintln(tw, "(mean/prompt is verl's test_score/<data_source> and run's mean/prompt; both means cover the responses compared)")
+	fmt.Fprintln(
+		tw,
+		"(mean/prompt is verl's test_score/<data_source> and run's mean/prompt; both means cover the responses compared)",
+	)
 	if len(r.Mismatches) > 0 {
 		fmt.Fprintf(tw, "\nWORST MISMATCHES (%d of %d)\n", min(top, len(r.Mismatches)), len(r.Mismatches))
 		fmt.Fprintln(tw, "RESPONSE\tWHERE\tDATA SOURCE\tREFERENCE\tNEW\tDELTA\tOUTCOME\tCASES\tWHY")
@@ -181,19 +212,64 @@ func (r *Report) WriteMarkdown(w io.Writer, top int) error {
 	}
 	b.WriteString(".\n\n")
 	c := r.Counts
-	b.WriteString("| responses | compared | equal | regressed | improved | flaky | missing | no reference |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	fmt.Fprintf(&b, "| %d | %d | %d | %d | %d | %d | %d | %d |\n\n", c.Responses, c.Compared, c.Equal, c.Regressed, c.Improved, c.Flaky, c.Missing, c.NoReference)
-	b.WriteString("| data source | compared | equal | regressed | improved | flaky | missing | reference mean/prompt | new mean/prompt | reference mean/response | new mean/response |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString(
+		"| responses | compared | equal | regressed | improved | flaky | missing | no reference " +
+			"|\n|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+	)
+	fmt.Fprintf(
+		&b,
+		"| %d | %d | %d | %d | %d | %d | %d | %d |\n\n",
+		c.Responses,
+		c.Compared,
+		c.Equal,
+		c.Regressed,
+		c.Improved,
+		c.Flaky,
+		c.Missing,
+		c.NoReference,
+	)
+	b.WriteString(
+		"| data source | compared | equal | regressed | improved | flaky | missing | reference mean/prompt | new " +
+			"mean/prompt | reference mean/response | new mean/response " +
+			"|\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+	)
 	for _, s := range r.BySource {
-		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d | %.4f | %.4f | %.4f | %.4f |\n", mdEscape(dsName(s.DataSource)), s.Compared, s.Equal,
-			s.Regressed, s.Improved, s.Flaky, s.Missing, s.PromptMeanReference, s.PromptMeanNew, s.MeanReference, s.MeanNew)
+		fmt.Fprintf(
+			&b,
+			"| %s | %d | %d | %d | %d | %d | %d | %.4f | %.4f | %.4f | %.4f |\n",
+			mdEscape(dsName(s.DataSource)),
+			s.Compared,
+			s.Equal,
+			s.Regressed,
+			s.Improved,
+			s.Flaky,
+			s.Missing,
+			s.PromptMeanReference,
+			s.PromptMeanNew,
+			s.MeanReference,
+			s.MeanNew,
+		)
 	}
 	if len(r.Mismatches) > 0 {
 		fmt.Fprintf(&b, "\n#### Worst mismatches (%d of %d)\n\n", min(top, len(r.Mismatches)), len(r.Mismatches))
-		b.WriteString("| response | where | data source | reference | new | delta | outcome | cases | why |\n|---|---|---|---:|---:|---:|---|---|---|\n")
+		b.WriteString(
+			"| response | where | data source | reference | new | delta | outcome | cases | why " +
+				"|\n|---|---|---|---:|---:|---:|---|---|---|\n",
+		)
 		for _, it := range r.Mismatches[:min(top, len(r.Mismatches))] {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", mdEscape(it.Name()), mdEscape(it.Where()),
-				mdEscape(dsName(it.DataSource)), num(it.Reference), num(it.New), delta(it), it.Outcome, mdEscape(cases(it)), mdEscape(firstLine(it.Reason)))
+			fmt.Fprintf(
+				&b,
+				"| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+				mdEscape(it.Name()),
+				mdEscape(it.Where()),
+				mdEscape(dsName(it.DataSource)),
+				num(it.Reference),
+				num(it.New),
+				delta(it),
+				it.Outcome,
+				mdEscape(cases(it)),
+				mdEscape(firstLine(it.Reason)),
+			)
 		}
 		for _, it := range r.Mismatches[:min(top, len(r.Mismatches))] {
 			if it.Reason == "" && it.Code == "" {
@@ -211,7 +287,9 @@ func (r *Report) WriteMarkdown(w io.Writer, top int) error {
 	}
 	if len(r.Flaky) > 0 {
 		fmt.Fprintf(&b, "\n#### Flaky (%d of %d, not counted)\n\n", min(top, len(r.Flaky)), len(r.Flaky))
-		b.WriteString("| response | where | data source | reference | runs | cases (first run) | why |\n|---|---|---|---:|---|---|---|\n")
+		b.WriteString(
+			"| response | where | data source | reference | runs | cases (first run) | why |\n|---|---|---|---:|---|---|---|\n",
+		)
 		for _, it := range r.Flaky[:min(top, len(r.Flaky))] {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", mdEscape(it.Name()), mdEscape(it.Where()),
 				mdEscape(dsName(it.DataSource)), num(it.Reference), runs(it), mdEscape(cases(it)), mdEscape(it.FlakyReason))

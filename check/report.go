@@ -228,9 +228,18 @@ func (r *Report) Summary() string {
 	den := r.Counts.Compared + r.Counts.Missing
 	switch {
 	case r.Regression:
-		return fmt.Sprintf("regression: %d of %d responses moved beyond the tolerance %g (%s; allowed %s): %d regressed, %d improved, %d missing",
-			r.Counts.Mismatches, den, r.Tolerance, pct(r.MismatchFraction), pct(r.MaxMismatch),
-			r.Counts.Regressed, r.Counts.Improved, r.Counts.Missing)
+		return fmt.Sprintf(
+			"regression: %d of %d responses moved beyond the tolerance %g (%s; allowed %s): %d regressed, %d improved, %d "+
+				"missing",
+			r.Counts.Mismatches,
+			den,
+			r.Tolerance,
+			pct(r.MismatchFraction),
+			pct(r.MaxMismatch),
+			r.Counts.Regressed,
+			r.Counts.Improved,
+			r.Counts.Missing,
+		)
 	case r.Counts.Mismatches > 0:
 		return fmt.Sprintf("consistent within the allowance: %d of %d responses moved (%s; allowed %s)",
 			r.Counts.Mismatches, den, pct(r.MismatchFraction), pct(r.MaxMismatch))
@@ -257,7 +266,13 @@ type builder struct {
 }
 
 func newBuilder(r *Report, keepItems bool) *builder {
-	return &builder{r: r, keep: keepItems, sources: map[string]*SourceStats{}, trans: map[[2]string]int{}, noteSeen: map[string]int{}}
+	return &builder{
+		r:        r,
+		keep:     keepItems,
+		sources:  map[string]*SourceStats{},
+		trans:    map[[2]string]int{},
+		noteSeen: map[string]int{},
+	}
 }
 
 // note records a message; repeated kinds are counted rather than listed

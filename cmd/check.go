@@ -45,11 +45,32 @@ type reportOptions struct {
 }
 
 func (o *reportOptions) addFlags(f *pflag.FlagSet) {
-	f.Float64Var(&o.tolerance, "tolerance", check.DefaultTolerance, "absolute difference between two rewards still counted as equal")
-	f.Float64Var(&o.maxMismatch, "max-mismatch", 0, "fraction of responses (0..1) allowed to move before the exit code is 3 (default 0: any move fails)")
+	f.Float64Var(
+		&o.tolerance,
+		"tolerance",
+		check.DefaultTolerance,
+		"absolute difference between two rewards still counted as equal",
+	)
+	f.Float64Var(
+		&o.maxMismatch,
+		"max-mismatch",
+		0,
+		"fraction of responses (0..1) allowed to move before the exit code is 3 (default 0: any move fails)",
+	)
 	f.StringVar(&o.junit, "junit", "", "also write a JUnit XML report (one test case per response) to this file")
-	f.StringVar(&o.markdown, "markdown", "", "also write a Markdown report to this file (- for stdout), e.g. $GITHUB_STEP_SUMMARY")
-	f.StringVar(&o.html, "html", "", "also write the report as one self-contained HTML page (transition heat map, mismatched responses with their differing cases) to this file")
+	f.StringVar(
+		&o.markdown,
+		"markdown",
+		"",
+		"also write a Markdown report to this file (- for stdout), e.g. $GITHUB_STEP_SUMMARY",
+	)
+	f.StringVar(
+		&o.html,
+		"html",
+		"",
+		"also write the report as one self-contained HTML page (transition heat map, mismatched responses with their "+
+			"differing cases) to this file",
+	)
 	f.BoolVar(&o.json, "json", false, "print the report as JSON on stdout instead of text")
 	f.IntVar(&o.show, "show", 20, "worst mismatches and flaky responses listed in the text and Markdown reports")
 }
@@ -197,10 +218,26 @@ file); keep them as they were when the reference was computed.` + checkExitHelp,
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&opts.baseline, "baseline", "", "compare with this previous output of run (parquet or JSONL) instead of INPUT's score field")
-	f.IntVar(&opts.reruns, "reruns", 2, "times a mismatch with -1 or -3 verdicts is scored again to tell flaky from reproducible")
+	f.StringVar(
+		&opts.baseline,
+		"baseline",
+		"",
+		"compare with this previous output of run (parquet or JSONL) instead of INPUT's score field",
+	)
+	f.IntVar(
+		&opts.reruns,
+		"reruns",
+		2,
+		"times a mismatch with -1 or -3 verdicts is scored again to tell flaky from reproducible",
+	)
 	f.BoolVarP(&opts.quiet, "quiet", "q", false, "no progress display")
-	f.StringVar(&opts.idKey, "id-key", "", "dotted path of the rows' task id that names responses in the reports (default: id, task_id, extra_info.task_id or extra_info.index, the first found; else row:response)")
+	f.StringVar(
+		&opts.idKey,
+		"id-key",
+		"",
+		"dotted path of the rows' task id that names responses in the reports (default: id, task_id, extra_info.task_id or "+
+			"extra_info.index, the first found; else row:response)",
+	)
 	opts.report.addFlags(f)
 	opts.loader = config.AddFlags(f, config.Check)
 	return c

@@ -39,7 +39,12 @@ func sandboxClient(cfg *config.Config, warn io.Writer) (sandboxclient.Client, st
 			}
 			header.Add(name, value)
 		}
-		ho := sandboxclient.HTTPOptions{URL: cfg.SandboxURL[0], MaxConns: cfg.Engine.MaxConcurrent, Retry: retry, Header: header}
+		ho := sandboxclient.HTTPOptions{
+			URL:      cfg.SandboxURL[0],
+			MaxConns: cfg.Engine.MaxConcurrent,
+			Retry:    retry,
+			Header:   header,
+		}
 		if len(cfg.SandboxURL) == 1 && !cfg.AdaptiveConcurrency {
 			c, err := sandboxclient.NewHTTPClient(ho)
 			if err != nil {
@@ -105,9 +110,18 @@ func probeEndpoints(cfg *config.Config, warn io.Writer) error {
 	case len(dead) == 0:
 		return nil
 	case len(dead) == len(urls):
-		return fmt.Errorf("no sandbox to score with: %s (is the server running? nothing was scored)", strings.Join(dead, "; "))
+		return fmt.Errorf(
+			"no sandbox to score with: %s (is the server running? nothing was scored)",
+			strings.Join(dead, "; "),
+		)
 	}
-	fmt.Fprintf(warn, "verl-score: warning: %d of %d sandbox endpoints do not answer: %s\n", len(dead), len(urls), strings.Join(dead, "; "))
+	fmt.Fprintf(
+		warn,
+		"verl-score: warning: %d of %d sandbox endpoints do not answer: %s\n",
+		len(dead),
+		len(urls),
+		strings.Join(dead, "; "),
+	)
 	return nil
 }
 

@@ -54,7 +54,9 @@ score that moved is a mismatch whatever verdicts moved it.` + checkExitHelp,
 		},
 	}
 	opts.report.addFlags(c.Flags())
-	c.Flags().StringVar(&opts.idKey, "id-key", "", "dotted path of a row id to match the rows of A and B by (default: their prompt), and to name responses by (default: id, task_id, extra_info.task_id or extra_info.index, the first found; else row:response)")
+	c.Flags().StringVar(&opts.idKey, "id-key", "", "dotted path of a row id to match the rows of A and B by "+
+		"(default: their prompt), and to name responses by (default: id, task_id, extra_info.task_id or "+
+		"extra_info.index, the first found; else row:response)")
 	opts.loader = config.AddFlags(c.Flags(), config.Diff)
 	return c
 }

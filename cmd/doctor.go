@@ -81,8 +81,10 @@ EXIT STATUS
 		},
 	}
 	c.Flags().BoolVar(&opts.JSON, "json", false, "write the report as JSON")
-	c.Flags().BoolVar(&opts.Seccomp, "seccomp", false, "print the sandbox's system-call filter, rule by rule, instead of the report")
-	c.Flags().BoolVar(&opts.Prepare, "prepare", false, "also build the caches of every language's first compile (precompiled header, javac archive, Go modules and build cache) and report them")
+	c.Flags().BoolVar(&opts.Seccomp, "seccomp", false,
+		"print the sandbox's system-call filter, rule by rule, instead of the report")
+	c.Flags().BoolVar(&opts.Prepare, "prepare", false, "also build the caches of every language's first compile "+
+		"(precompiled header, javac archive, Go modules and build cache) and report them")
 	return c
 }
 
@@ -252,7 +254,11 @@ func writeFilter(opts *doctorOptions) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Source, r.Action, args, strings.Join(r.Names, " "))
 	}
 	if len(f.Skipped) > 0 {
-		fmt.Fprintf(tw, "\nnames in the profile this architecture has no call for (left out): %s\n", strings.Join(f.Skipped, " "))
+		fmt.Fprintf(
+			tw,
+			"\nnames in the profile this architecture has no call for (left out): %s\n",
+			strings.Join(f.Skipped, " "),
+		)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write the filter: %w", err)

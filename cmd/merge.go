@@ -54,7 +54,9 @@ identical executions are shared within one process only.` + exitHelp,
 
 // runMerge is the merge command.
 func runMerge(_ context.Context, opts *mergeOptions) error {
-	sum, err := job.Merge(job.MergeOptions{Output: opts.output, Shards: opts.shards, CasesOut: opts.casesOut, Summary: opts.summary})
+	sum, err := job.Merge(
+		job.MergeOptions{Output: opts.output, Shards: opts.shards, CasesOut: opts.casesOut, Summary: opts.summary},
+	)
 	if err != nil {
 		return err
 	}

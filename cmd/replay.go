@@ -72,9 +72,24 @@ Exit codes:
 	}
 	f := c.Flags()
 	f.StringVar(&opts.tool.Name, "tool", toolcall.DefaultName, "name of the code tool whose calls are replayed")
-	f.Float64Var(&opts.tool.Timeout, "tool-timeout", toolcall.DefaultTimeout, "the tool's timeout in seconds, for calls that give none (verl's default_timeout)")
-	f.IntVar(&opts.tool.MemoryMB, "tool-memory-mb", toolcall.DefaultMemoryMB, "the tool's memory limit in MB (verl's memory_limit_mb)")
-	f.StringVar(&opts.tool.Language, "tool-language", toolcall.DefaultLanguage, "the tool's language, for calls that name none (verl's default_language)")
+	f.Float64Var(
+		&opts.tool.Timeout,
+		"tool-timeout",
+		toolcall.DefaultTimeout,
+		"the tool's timeout in seconds, for calls that give none (verl's default_timeout)",
+	)
+	f.IntVar(
+		&opts.tool.MemoryMB,
+		"tool-memory-mb",
+		toolcall.DefaultMemoryMB,
+		"the tool's memory limit in MB (verl's memory_limit_mb)",
+	)
+	f.StringVar(
+		&opts.tool.Language,
+		"tool-language",
+		toolcall.DefaultLanguage,
+		"the tool's language, for calls that name none (verl's default_language)",
+	)
 	f.StringVar(&opts.jsonOut, "json", "", "also write every call's result to this file, one JSON object per line")
 	opts.loader = config.AddFlags(f, config.Replay)
 	return c
@@ -113,7 +128,12 @@ func runReplay(ctx context.Context, opts *replayOptions) error {
 		if len(trajs) == 1 {
 			trajectories = "1 trajectory"
 		}
-		return fmt.Errorf("%s in %s, and no tool call in them (replay reads Hermes <tool_call>…</tool_call> and harmony to=functions.NAME … <|call|>)", trajectories, text.Count(len(files), "file"))
+		return fmt.Errorf(
+			"%s in %s, and no tool call in them "+
+				"(replay reads Hermes <tool_call>…</tool_call> and harmony to=functions.NAME … <|call|>)",
+			trajectories,
+			text.Count(len(files), "file"),
+		)
 	}
 	cfg, err := loadConfig(opts.loader)
 	if err != nil {
@@ -137,7 +157,14 @@ func runReplay(ctx context.Context, opts *replayOptions) error {
 	if err := toolcall.WriteText(opts.s.Out, results); err != nil {
 		return err
 	}
-	fmt.Fprintf(opts.s.ErrOut, "replayed %d calls of %d trajectories with %s in %.1f s\n", calls, len(trajs), desc, time.Since(start).Seconds())
+	fmt.Fprintf(
+		opts.s.ErrOut,
+		"replayed %d calls of %d trajectories with %s in %.1f s\n",
+		calls,
+		len(trajs),
+		desc,
+		time.Since(start).Seconds(),
+	)
 	if opts.jsonOut != "" {
 		if err := writeReplayJSON(opts.jsonOut, results); err != nil {
 			return err

@@ -63,6 +63,11 @@ check and diff write their own page with --html.`,
 	f.StringVar(&cases, "cases", "", "the run's --cases-out file, for the slowest cases, failure messages and audit flags")
 	f.StringVarP(&out, "output", "o", "report.html", "the HTML file to write (- for stdout)")
 	f.StringVar(&dsKey, "data-source-key", "data_source", "column holding the data source")
-	f.StringVar(&passK, "pass-k", "", "the k of pass@k, as run's --pass-k (e.g. 1,5,10,100); default 1 and the powers of two")
+	f.StringVar(
+		&passK,
+		"pass-k",
+		"",
+		"the k of pass@k, as run's --pass-k (e.g. 1,5,10,100); default 1 and the powers of two",
+	)
 	return c
 }

@@ -143,7 +143,8 @@ func exitCode(err error, w io.Writer) int {
 	fmt.Fprintln(w, "verl-score:", err)
 	var ue *UsageError
 	// cobra's own usage errors (an unknown command) are plain errors.
-	if errors.As(err, &ue) || errors.Is(err, rollout.ErrMissingColumn) || strings.HasPrefix(err.Error(), "unknown command ") {
+	if errors.As(err, &ue) || errors.Is(err, rollout.ErrMissingColumn) ||
+		strings.HasPrefix(err.Error(), "unknown command ") {
 		return ExitUsage
 	}
 	return ExitFailed
@@ -203,9 +204,12 @@ func stopOnInterrupt(s Streams, eng *score.Engine) func() {
 		case <-s.Interrupt:
 			eng.Stop()
 			if s.ErrOut != nil {
-				fmt.Fprintf(s.ErrOut, "\nverl-score: interrupted: waiting for the %s in flight to finish, then writing what is done "+
-					"(interrupt again to abandon them; the run can be resumed either way)\n",
-					progress.Count(int(eng.Progress().InFlight.Load()), "request"))
+				fmt.Fprintf(
+					s.ErrOut,
+					"\nverl-score: interrupted: waiting for the %s in flight to finish, then writing what is done "+
+						"(interrupt again to abandon them; the run can be resumed either way)\n",
+					progress.Count(int(eng.Progress().InFlight.Load()), "request"),
+				)
 			}
 		case <-done:
 		}

@@ -85,13 +85,36 @@ prints the command that resumes it.` + exitHelp,
 		},
 	}
 	f := c.Flags()
-	f.StringVarP(&opts.output, "output", "o", "", "output file: .parquet, or .jsonl (.json is taken as JSON lines too); a directory (DIR/) gets INPUT's name with .scored before the extension, as the default does next to INPUT; - writes JSONL to stdout")
-	f.StringVar(&opts.casesOut, "cases-out", "", "also write each case with its metadata: one JSON line per case, or with a .parquet name a parquet row per case")
+	f.StringVarP(
+		&opts.output,
+		"output",
+		"o",
+		"",
+		"output file: .parquet, or .jsonl (.json is taken as JSON lines too); a directory (DIR/) gets INPUT's name with "+
+			".scored before the extension, as the default does next to INPUT; - writes JSONL to stdout",
+	)
+	f.StringVar(
+		&opts.casesOut,
+		"cases-out",
+		"",
+		"also write each case with its metadata: one JSON line per case, or with a .parquet name a parquet row per case",
+	)
 	f.StringVar(&opts.summary, "summary", "", "also write the summary as JSON to this file")
-	f.BoolVar(&opts.json, "json", false, "print the summary as JSON instead of a table, on stdout (on stderr with -o -, whose rows take stdout)")
+	f.BoolVar(
+		&opts.json,
+		"json",
+		false,
+		"print the summary as JSON instead of a table, on stdout (on stderr with -o -, whose rows take stdout)",
+	)
 	f.BoolVar(&opts.resume, "resume", false, "continue an interrupted run from its journal")
 	f.BoolVarP(&opts.quiet, "quiet", "q", false, "no progress display")
-	f.StringVar(&opts.shard, "shard", "", "score only shard K/N of INPUT's rows (0 <= K < N; contiguous, prompts kept whole) and leave OUTPUT.shard for 'verl-score merge'")
+	f.StringVar(
+		&opts.shard,
+		"shard",
+		"",
+		"score only shard K/N of INPUT's rows (0 <= K < N; contiguous, prompts kept whole) and leave OUTPUT.shard for "+
+			"'verl-score merge'",
+	)
 	opts.loader = config.AddFlags(f, config.Run)
 	return c
 }
@@ -125,9 +148,11 @@ func runScore(ctx context.Context, opts *runOptions) error {
 	}
 	rows := progress.NewRows()
 	jo := job.Options{
-		Input: opts.input, Stdin: opts.streams.In, Output: output, Stdout: opts.streams.Out, CasesOut: opts.casesOut, Summary: opts.summary,
+		Input: opts.input, Stdin: opts.streams.In, Output: output, Stdout: opts.streams.Out,
+		CasesOut: opts.casesOut, Summary: opts.summary,
 		Reader: sc.reader, DataSource: cfg.DataSource, MaskInfra: cfg.MaskInfra,
-		MaxText: cfg.CasesOutMaxText, PassK: cfg.PassK, Resume: opts.resume, Warn: sc.warn, Progress: rows, Endpoints: sc.endpoints, Shard: opts.shardAt,
+		MaxText: cfg.CasesOutMaxText, PassK: cfg.PassK, Resume: opts.resume, Warn: sc.warn, Progress: rows,
+		Endpoints: sc.endpoints, Shard: opts.shardAt,
 	}
 	jo.Provenance, jo.Toolchains = provenance(opts.loader, sc)
 	reporter := progress.Start(errOut, progressMode(opts.quiet), sc.eng, rows, 5*time.Second)
@@ -154,14 +179,25 @@ func runScore(ctx context.Context, opts *runOptions) error {
 		sc.warn(w)
 	}
 	if err := sum.CheckInfra(cfg.MaxInfraErrors); err != nil {
-		return fmt.Errorf("%w (sandbox: %s); the output %s holds the rows, with these failures as verdict -1", err, sc.desc, output)
+		return fmt.Errorf(
+			"%w (sandbox: %s); the output %s holds the rows, with these failures as verdict -1",
+			err,
+			sc.desc,
+			output,
+		)
 	}
 	if err := sum.CheckInput(cfg.MaxInputErrors); err != nil {
 		return fmt.Errorf("%w; the output %s holds the rows, each with its reward_error", err, output)
 	}
 	if frac, sent := sum.InfraFraction(); frac > 0 {
-		fmt.Fprintf(errOut, "verl-score: warning: %d of %d responses (%.1f%%) met an infrastructure error; their failed cases are -1, not the code's fault\n",
-			sum.Overall.InfraResponses, sent, 100*frac)
+		fmt.Fprintf(
+			errOut,
+			"verl-score: warning: %d of %d responses (%.1f%%) met an infrastructure error; their failed cases are -1, not the "+
+				"code's fault\n",
+			sum.Overall.InfraResponses,
+			sent,
+			100*frac,
+		)
 	}
 	return nil
 }

@@ -67,9 +67,19 @@ terminal the text goes through $PAGER (less -R by default).` + configExitHelp,
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&opts.cases, "cases", "", "the run's --cases-out file: each case's input, expected output, output and stderr")
+	f.StringVar(
+		&opts.cases,
+		"cases",
+		"",
+		"the run's --cases-out file: each case's input, expected output, output and stderr",
+	)
 	f.BoolVar(&opts.failed, "failed", false, "only the responses that did not pass every case")
-	f.StringVar(&opts.idKey, "id-key", "", "dotted path of the rows' task id (default: id, task_id, extra_info.task_id or extra_info.index, the first found)")
+	f.StringVar(
+		&opts.idKey,
+		"id-key",
+		"",
+		"dotted path of the rows' task id (default: id, task_id, extra_info.task_id or extra_info.index, the first found)",
+	)
 	f.StringVar(&opts.dsKey, "data-source-key", "data_source", "column holding the data source")
 	f.BoolVar(&opts.pager, "pager", true, "page the text on a terminal ($PAGER, else less -R)")
 	return c

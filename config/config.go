@@ -213,93 +213,228 @@ func parseGrace(s string) (time.Duration, error) {
 // Settings lists every key, in the order `verl-score config` prints them.
 func Settings() []Setting {
 	return []Setting{
-		{Key: "sandbox_url", Default: []string{}, Commands: sandboxed, Redact: sandboxclient.RedactURL, Set: to(func(c *Config) *[]string { return &c.SandboxURL }),
-			Usage: "SandboxFusion run_code URL; repeat it (or separate with commas, as in env SANDBOX_FUSION_URL) for a fleet of endpoints, each optionally ending in #weight=N; empty runs code in the embedded sandbox"},
-		{Key: "sandbox_header", Default: []string{}, Commands: sandboxed, Redact: sandboxclient.RedactHeader, Set: to(func(c *Config) *[]string { return &c.SandboxHeader }),
-			Usage: "header 'Name: value' sent with every sandbox request, e.g. 'Authorization: Bearer $TOKEN' ($VAR is taken from the environment); repeatable; never printed"},
+		{
+			Key:      "sandbox_url",
+			Default:  []string{},
+			Commands: sandboxed,
+			Redact:   sandboxclient.RedactURL,
+			Set:      to(func(c *Config) *[]string { return &c.SandboxURL }),
+			Usage: "SandboxFusion run_code URL; repeat it (or separate with commas, as in env SANDBOX_FUSION_URL) for a " +
+				"fleet of endpoints, each optionally ending in #weight=N; empty runs code in the embedded sandbox",
+		},
+		{
+			Key:      "sandbox_header",
+			Default:  []string{},
+			Commands: sandboxed,
+			Redact:   sandboxclient.RedactHeader,
+			Set:      to(func(c *Config) *[]string { return &c.SandboxHeader }),
+			Usage: "header 'Name: value' sent with every sandbox request, e.g. 'Authorization: Bearer $TOKEN' ($VAR is " +
+				"taken from the environment); repeatable; never printed",
+		},
 		{Key: "max_concurrent", Default: "64", Commands: sandboxed, Set: parsed(func(c *Config, s string) (err error) {
 			c.Engine.MaxConcurrent, c.AdaptiveConcurrency, err = ParseConcurrency(s)
 			return
 		}),
-			Usage: "requests in flight across all responses and cases; auto (or auto:N, N the ceiling, default " + strconv.Itoa(DefaultAutoCeiling) + ") sizes each sandbox endpoint's share from its answers"},
-		{Key: "timeout", Default: 10.0, Commands: scoring, Set: to(func(c *Config) *float64 { return &c.Engine.Timeout }, positive[float64]("timeout")),
-			Usage: "compile and run timeout of each case, in seconds"},
-		{Key: "memory_limit_mb", Default: 1024, Commands: scoring, OldFlags: []string{"memory-limit"}, Set: to(func(c *Config) *int { return &c.Engine.MemoryLimitMB }, positive[int]("memory_limit_mb")),
-			Usage: "memory limit of each case, in MB"},
-		{Key: "mode", Default: "auto", Commands: scoring, Set: parsed(func(c *Config, s string) (err error) { c.Engine.Mode, err = score.ParseMode(s); return }),
-			Usage: "scoring mode: auto (verl's routing by data source), continuous or all"},
-		{Key: "language", Default: "python", Commands: scoring, Set: to(func(c *Config) *string { return &c.Engine.Language }),
-			Usage: "language of every solution (verl sends python), or auto to take it from the code fence"},
-		{Key: "extract", Default: "verl", Commands: scoring, Set: parsed(func(c *Config, s string) (err error) { c.Engine.Extract, err = testcases.ParseRule(s); return }),
-			Usage: "code extraction rule: verl or prime"},
-		{Key: "no_compile_skip", Default: false, Commands: scoring, Set: to(func(c *Config) *bool { return &c.Engine.NoCompileSkip }),
-			Usage: "send every case even after a compile error (verdicts are the same)"},
-		{Key: "compare", Default: "exact", Commands: scoring, Set: parsed(func(c *Config, s string) (err error) { c.Engine.Compare, err = testcases.ParseComparison(s); return }),
-			Usage: "how stdout meets the expected output: exact (verl's rule), lines (trailing whitespace of each line ignored), tokens (whitespace-separated tokens; fn_name results as values), float[:TOL] (tokens, numbers within TOL absolute or relative, default 1e-6), rows[:TOL] (result sets: lines are rows, | separates cells, rows in any order, numbers within TOL); other than exact, each row also gets reward_exact"},
+			Usage: "requests in flight across all responses and cases; auto (or auto:N, N the ceiling, default " +
+				strconv.Itoa(DefaultAutoCeiling) + ") sizes each sandbox endpoint's share from its answers"},
+		{
+			Key:      "timeout",
+			Default:  10.0,
+			Commands: scoring,
+			Set:      to(func(c *Config) *float64 { return &c.Engine.Timeout }, positive[float64]("timeout")),
+			Usage:    "compile and run timeout of each case, in seconds",
+		},
+		{
+			Key:      "memory_limit_mb",
+			Default:  1024,
+			Commands: scoring,
+			OldFlags: []string{"memory-limit"},
+			Set:      to(func(c *Config) *int { return &c.Engine.MemoryLimitMB }, positive[int]("memory_limit_mb")),
+			Usage:    "memory limit of each case, in MB",
+		},
+		{
+			Key:      "mode",
+			Default:  "auto",
+			Commands: scoring,
+			Set:      parsed(func(c *Config, s string) (err error) { c.Engine.Mode, err = score.ParseMode(s); return }),
+			Usage:    "scoring mode: auto (verl's routing by data source), continuous or all",
+		},
+		{
+			Key:      "language",
+			Default:  "python",
+			Commands: scoring,
+			Set:      to(func(c *Config) *string { return &c.Engine.Language }),
+			Usage:    "language of every solution (verl sends python), or auto to take it from the code fence",
+		},
+		{
+			Key:      "extract",
+			Default:  "verl",
+			Commands: scoring,
+			Set:      parsed(func(c *Config, s string) (err error) { c.Engine.Extract, err = testcases.ParseRule(s); return }),
+			Usage:    "code extraction rule: verl or prime",
+		},
+		{
+			Key:      "no_compile_skip",
+			Default:  false,
+			Commands: scoring,
+			Set:      to(func(c *Config) *bool { return &c.Engine.NoCompileSkip }),
+			Usage:    "send every case even after a compile error (verdicts are the same)",
+		},
+		{
+			Key:      "compare",
+			Default:  "exact",
+			Commands: scoring,
+			Set: parsed(
+				func(c *Config, s string) (err error) { c.Engine.Compare, err = testcases.ParseComparison(s); return },
+			),
+			Usage: "how stdout meets the expected output: exact (verl's rule), lines (trailing whitespace of each line " +
+				"ignored), tokens (whitespace-separated tokens; fn_name results as values), float[:TOL] (tokens, numbers " +
+				"within TOL absolute or relative, default 1e-6), rows[:TOL] (result sets: lines are rows, | separates cells, " +
+				"rows in any order, numbers within TOL); other than exact, each row also gets reward_exact",
+		},
 		{Key: "checker_key", Default: "", Commands: scoring, Set: to(func(c *Config) *string { return &c.Engine.CheckerKey }),
-			Usage: "ground-truth field holding a problem's checker (its code, or {\"code\", \"language\"}), run on each output with input.txt, output.txt, answer.txt; e.g. checker (default: none, as verl)"},
+			Usage: "ground-truth field holding a problem's checker (its code, or {\"code\", \"language\"}), run on each " +
+				"output with input.txt, output.txt, answer.txt; e.g. checker (default: none, as verl)"},
 		{Key: "audit", Default: false, Commands: scoring, Set: to(func(c *Config) *bool { return &c.Engine.Audit }),
-			Usage: "probe every passing case for known loopholes (exit before the asserts, a fn_name function that raised, reading the answer from disk, a compared value equal to anything) and list flagged responses in the summary and --cases-out; one extra request per passing case (Python only)"},
+			Usage: "probe every passing case for known loopholes (exit before the asserts, a fn_name function that raised, " +
+				"reading the answer from disk, a compared value equal to anything) and list flagged responses in the summary " +
+				"and --cases-out; one extra request per passing case (Python only)"},
 		{Key: "audit_fail", Default: false, Commands: scoring, Set: to(func(c *Config) *bool { return &c.Engine.AuditFail }),
 			Usage: "with --audit, score flagged responses 0 (default: keep verl's reward)"},
 		{Key: "no_dedup", Default: false, Commands: scoring, Set: to(func(c *Config) *bool { return &c.Engine.NoDedup }),
-			Usage: "send every execution, even one identical (code, stdin, language, limits) to one this run already sent (verdicts are the same)"},
+			Usage: "send every execution, even one identical (code, stdin, language, limits) to one this run already sent " +
+				"(verdicts are the same)"},
 		{Key: "cache", Default: "", Commands: scoring, Set: to(func(c *Config) *string { return &c.Cache }),
-			Usage: "directory of a result cache shared across runs (content-addressed; safe for concurrent runs); off when empty"},
+			Usage: "directory of a result cache shared across runs (content-addressed; safe for concurrent runs); off when " +
+				"empty"},
 		{Key: "cache_key", Default: "", Commands: scoring, Set: to(func(c *Config) *string { return &c.CacheKey }),
-			Usage: "the sandbox's identity in cache keys (default: the embedded sandbox's toolchain versions, or the set of sandbox URLs)"},
-		{Key: "cache_timeouts", Default: false, Commands: scoring, Set: to(func(c *Config) *bool { return &c.Engine.CacheTimeouts }),
-			Usage: "also cache timeouts (-3, and -4 from compile timeouts); infrastructure errors (-1) are never cached"},
-		{Key: "cache_max_mb", Default: 1024, Commands: scoring, Set: to(func(c *Config) *int { return &c.CacheMaxMB }, positive[int]("cache_max_mb")),
-			Usage: "size bound of the cache directory, in MB (the oldest entries go first)"},
-		{Key: "response_key", Default: "responses", Commands: rows, Set: to(func(c *Config) *string { return &c.Reader.ResponseKey }),
-			Usage: "column holding the responses (a list of strings or one string)"},
+			Usage: "the sandbox's identity in cache keys (default: the embedded sandbox's toolchain versions, or the set of " +
+				"sandbox URLs)"},
+		{
+			Key:      "cache_timeouts",
+			Default:  false,
+			Commands: scoring,
+			Set:      to(func(c *Config) *bool { return &c.Engine.CacheTimeouts }),
+			Usage:    "also cache timeouts (-3, and -4 from compile timeouts); infrastructure errors (-1) are never cached",
+		},
+		{
+			Key:      "cache_max_mb",
+			Default:  1024,
+			Commands: scoring,
+			Set:      to(func(c *Config) *int { return &c.CacheMaxMB }, positive[int]("cache_max_mb")),
+			Usage:    "size bound of the cache directory, in MB (the oldest entries go first)",
+		},
+		{
+			Key:      "response_key",
+			Default:  "responses",
+			Commands: rows,
+			Set:      to(func(c *Config) *string { return &c.Reader.ResponseKey }),
+			Usage:    "column holding the responses (a list of strings or one string)",
+		},
 		{Key: "data_source_key", Default: "data_source", Commands: rows | Diff, Set: parsed(func(c *Config, s string) error {
 			c.Reader.RequireDataSource = s != rollout.DefaultOptions().DataSourceKey // chosen, not defaulted
 			c.Reader.DataSourceKey = s
 			return nil
 		}), Usage: "column holding the data source"},
-		{Key: "ground_truth_key", Default: "reward_model.ground_truth", Commands: rows, Set: to(func(c *Config) *string { return &c.Reader.GroundTruthKey }),
-			Usage: "dotted path of the ground truth"},
+		{
+			Key:      "ground_truth_key",
+			Default:  "reward_model.ground_truth",
+			Commands: rows,
+			Set:      to(func(c *Config) *string { return &c.Reader.GroundTruthKey }),
+			Usage:    "dotted path of the ground truth",
+		},
 		{Key: "data_source", Default: "", Commands: rows, Set: to(func(c *Config) *string { return &c.DataSource }),
 			Usage: "data source for rows that have none (rollout dumps)"},
 		{Key: "language_key", Default: "", Commands: rows, Set: to(func(c *Config) *string { return &c.Reader.LanguageKey }),
-			Usage: "dotted path of a per-row language (a string, or a list aligned with the responses) that overrides --language, e.g. extra_info.response_languages"},
+			Usage: "dotted path of a per-row language (a string, or a list aligned with the responses) that overrides " +
+				"--language, e.g. extra_info.response_languages"},
 		{Key: "infra_errors", Default: "score", Commands: Run, Set: parsed(func(c *Config, s string) error {
 			c.MaskInfra = s == "mask"
 			return oneOf("infra_errors", "score", "mask")(s)
-		}), Usage: "responses with infrastructure failures: score (count them, as verl) or mask (leave them out of the means)"},
-		{Key: "max_infra_errors", Default: 0.05, Commands: Run, Set: to(func(c *Config) *float64 { return &c.MaxInfraErrors }, fraction("max_infra_errors")),
-			Usage: "fail (exit 1, after writing the output) when more than this fraction of the responses sent met an infrastructure error; all of them failing always does"},
-		{Key: "max_input_errors", Default: 0.2, Commands: Run, Set: to(func(c *Config) *float64 { return &c.MaxInputErrors }, fraction("max_input_errors")),
-			Usage: "fail (exit 1, after writing the output) when more than this fraction of the responses could not be run for an input reason (a bad row, a ground truth that does not parse: often a wrong --ground-truth-key)"},
-		{Key: "pass_k", Default: "", Commands: Run, Set: parsed(func(c *Config, s string) (err error) { c.PassK, err = results.ParsePassK(s); return }),
-			Usage: "the k of pass@k in the summary, separated by commas, e.g. 1,5,10,100 (each over the prompts with at least k responses; the summary says how many); default 1 and the powers of two"},
+		}), Usage: "responses with infrastructure failures: score (count them, as verl) or mask (leave them out of the " +
+			"means)"},
+		{
+			Key:      "max_infra_errors",
+			Default:  0.05,
+			Commands: Run,
+			Set:      to(func(c *Config) *float64 { return &c.MaxInfraErrors }, fraction("max_infra_errors")),
+			Usage: "fail (exit 1, after writing the output) when more than this fraction of the responses sent met an " +
+				"infrastructure error; all of them failing always does",
+		},
+		{
+			Key:      "max_input_errors",
+			Default:  0.2,
+			Commands: Run,
+			Set:      to(func(c *Config) *float64 { return &c.MaxInputErrors }, fraction("max_input_errors")),
+			Usage: "fail (exit 1, after writing the output) when more than this fraction of the responses could not be run " +
+				"for an input reason (a bad row, a ground truth that does not parse: often a wrong --ground-truth-key)",
+		},
+		{
+			Key:      "pass_k",
+			Default:  "",
+			Commands: Run,
+			Set:      parsed(func(c *Config, s string) (err error) { c.PassK, err = results.ParsePassK(s); return }),
+			Usage: "the k of pass@k in the summary, separated by commas, e.g. 1,5,10,100 (each over the prompts with at " +
+				"least k responses; the summary says how many); default 1 and the powers of two",
+		},
 		{Key: "cases_out_max_text", Default: 4096, Commands: Run, Set: to(func(c *Config) *int { return &c.CasesOutMaxText }),
 			Usage: "bytes of stdout/stderr kept per case in --cases-out"},
 		{Key: "outage_grace", Default: "30s", Commands: sandboxed, Set: parsed(func(c *Config, s string) (err error) {
 			c.OutageGrace, err = parseGrace(s)
 			return
 		}),
-			Usage: "how long a sandbox endpoint may refuse or shed requests before they fail (-1): a duration such as 30s or 2m, or seconds; 0 gives up after 5 attempts"},
-		{Key: "retry_overload", Default: true, Commands: sandboxed, Set: to(func(c *Config) *bool { return &c.RetryOverload }),
-			Usage: "retry 429, 503 and refused/reset connections with backoff"},
-		{Key: "retry_sandbox_errors", Default: 1, Commands: sandboxed, Set: to(func(c *Config) *int { return &c.RetrySandboxErrors }, func(n int) error {
-			if n < 1 {
-				return fmt.Errorf("retry_sandbox_errors must be at least 1, got %d", n)
-			}
-			return nil
-		}), Usage: "attempts in all for a SandboxError answer (1 = no retry, as verl)"},
-		{Key: "local_concurrency", Default: runtime.NumCPU(), Commands: sandboxed, Set: to(func(c *Config) *int { return &c.Sandbox.Concurrency }, positive[int]("local_concurrency")),
-			Usage: "programs run at once by the embedded sandbox"},
-		{Key: "isolation", Default: "auto", Commands: sandboxed | Serve, Set: parsed(func(c *Config, s string) (err error) { c.Sandbox.Isolation, err = sandbox.ParseIsolation(s); return }),
-			Usage: "embedded sandbox isolation: auto (all the kernel allows), basic (no filesystem view, PID or IPC namespace per run) or none"},
-		{Key: "ruby_stack_mb", Default: 0, Commands: sandboxed | Serve, Set: to(func(c *Config) *int { return &c.Sandbox.RubyStackMB }, func(n int) error {
-			if n < 0 {
-				return fmt.Errorf("ruby_stack_mb must be 0 (the memory limit, as SandboxFusion) or a size in MB, got %d", n)
-			}
-			return nil
-		}), Usage: "embedded sandbox: stack limit of Ruby runs in MB; 0 sets it to the memory limit as SandboxFusion does, where Ruby cannot start and every Ruby program scores 0 in verl too; 8 lets Ruby run (verdicts then differ from verl's)"},
+			Usage: "how long a sandbox endpoint may refuse or shed requests before they fail (-1): a duration such as 30s or " +
+				"2m, or seconds; 0 gives up after 5 attempts"},
+		{
+			Key:      "retry_overload",
+			Default:  true,
+			Commands: sandboxed,
+			Set:      to(func(c *Config) *bool { return &c.RetryOverload }),
+			Usage:    "retry 429, 503 and refused/reset connections with backoff",
+		},
+		{
+			Key:      "retry_sandbox_errors",
+			Default:  1,
+			Commands: sandboxed,
+			Set: to(func(c *Config) *int { return &c.RetrySandboxErrors }, func(n int) error {
+				if n < 1 {
+					return fmt.Errorf("retry_sandbox_errors must be at least 1, got %d", n)
+				}
+				return nil
+			}),
+			Usage: "attempts in all for a SandboxError answer (1 = no retry, as verl)",
+		},
+		{
+			Key:      "local_concurrency",
+			Default:  runtime.NumCPU(),
+			Commands: sandboxed,
+			Set:      to(func(c *Config) *int { return &c.Sandbox.Concurrency }, positive[int]("local_concurrency")),
+			Usage:    "programs run at once by the embedded sandbox",
+		},
+		{
+			Key:      "isolation",
+			Default:  "auto",
+			Commands: sandboxed | Serve,
+			Set: parsed(
+				func(c *Config, s string) (err error) { c.Sandbox.Isolation, err = sandbox.ParseIsolation(s); return },
+			),
+			Usage: "embedded sandbox isolation: auto (all the kernel allows), basic (no filesystem view, PID or IPC namespace " +
+				"per run) or none",
+		},
+		{
+			Key:      "ruby_stack_mb",
+			Default:  0,
+			Commands: sandboxed | Serve,
+			Set: to(func(c *Config) *int { return &c.Sandbox.RubyStackMB }, func(n int) error {
+				if n < 0 {
+					return fmt.Errorf("ruby_stack_mb must be 0 (the memory limit, as SandboxFusion) or a size in MB, got %d", n)
+				}
+				return nil
+			}),
+			Usage: "embedded sandbox: stack limit of Ruby runs in MB; 0 sets it to the memory limit as SandboxFusion does, " +
+				"where Ruby cannot start and every Ruby program scores 0 in verl too; 8 lets Ruby run (verdicts then differ " +
+				"from verl's)",
+		},
 		{Key: "seccomp", Default: "on", Commands: sandboxed | Serve, Set: parsed(func(c *Config, s string) error {
 			switch s {
 			case "on":
@@ -310,18 +445,39 @@ func Settings() []Setting {
 				return fmt.Errorf("seccomp must be on or off, got %q", s)
 			}
 			return nil
-		}), Usage: "embedded sandbox: on starts every program under Docker's default system-call filter with verl-score's refusals added " +
-			"(verl-score doctor --seccomp lists it); off, for debugging, starts them without one and warns each time a sandbox starts"},
-		{Key: "fast_paths", Default: true, Commands: sandboxed | Serve, Set: parsed2(func(c *Config, on bool) { c.Sandbox.NoFastPaths = !on }),
-			Usage: "embedded sandbox: fork Python runs from a pre-started interpreter, compile C++ against a precompiled bits/stdc++.h and start javac from a class-data archive (same verdicts; false starts and compiles each plainly)"},
-		{Key: "listen", Default: "127.0.0.1:8080", Commands: Serve, Set: to(func(c *Config) *string { return &c.Listen }, func(a string) error {
-			if _, _, err := net.SplitHostPort(a); err != nil {
-				return fmt.Errorf("listen: %w", err)
-			}
-			return nil
-		}), Usage: "address to listen on (host:port; port 0 picks a free one)"},
-		{Key: "slots", Default: runtime.NumCPU(), Commands: Serve, OldFlags: []string{"max-concurrent"},
-			Set: to(func(c *Config) *int { return &c.Server.Slots }, positive[int]("slots")), Usage: "programs compiled or run at once"},
+		}), Usage: "embedded sandbox: on starts every program under Docker's default system-call filter with verl-score's " +
+			"refusals added " +
+			"(verl-score doctor --seccomp lists it); off, for debugging, starts them without one and warns each time a " +
+			"sandbox starts"},
+		{
+			Key:      "fast_paths",
+			Default:  true,
+			Commands: sandboxed | Serve,
+			Set:      parsed2(func(c *Config, on bool) { c.Sandbox.NoFastPaths = !on }),
+			Usage: "embedded sandbox: fork Python runs from a pre-started interpreter, compile C++ against a precompiled " +
+				"bits/stdc++.h and start javac from a class-data archive (same verdicts; false starts and compiles each " +
+				"plainly)",
+		},
+		{
+			Key:      "listen",
+			Default:  "127.0.0.1:8080",
+			Commands: Serve,
+			Set: to(func(c *Config) *string { return &c.Listen }, func(a string) error {
+				if _, _, err := net.SplitHostPort(a); err != nil {
+					return fmt.Errorf("listen: %w", err)
+				}
+				return nil
+			}),
+			Usage: "address to listen on (host:port; port 0 picks a free one)",
+		},
+		{
+			Key:      "slots",
+			Default:  runtime.NumCPU(),
+			Commands: Serve,
+			OldFlags: []string{"max-concurrent"},
+			Set:      to(func(c *Config) *int { return &c.Server.Slots }, positive[int]("slots")),
+			Usage:    "programs compiled or run at once",
+		},
 		{Key: "max_queue", Default: -1, Commands: Serve, Set: parsed3(func(c *Config, n int) error {
 			// The one translation: the setting says -1 for no bound by
 			// count and 0 for no queue, as a user would; server.Options
@@ -338,28 +494,46 @@ func Settings() []Setting {
 			}
 			return nil
 		}), Usage: "at most this many requests wait for a free slot (-1: bounded by --max-queue-bytes only; 0: no queue)"},
-		{Key: "max_queue_bytes", Default: FormatSize(server.DefaultMaxQueueBytes()), Commands: Serve, Set: parsed(func(c *Config, s string) (err error) {
-			c.Server.MaxQueueBytes, err = ParseSize(s)
-			if err != nil {
-				return fmt.Errorf("max_queue_bytes: %w", err)
-			}
-			return nil
-		}), Usage: "request bodies that may wait for a free slot, in bytes or with a KiB/MiB/GiB suffix"},
-		{Key: "max_body", Default: FormatSize(server.DefaultMaxBodyBytes), Commands: Serve, Set: parsed(func(c *Config, s string) (err error) {
-			c.Server.MaxBodyBytes, err = ParseSize(s)
-			if err != nil {
-				return fmt.Errorf("max_body: %w", err)
-			}
-			return nil
-		}), Usage: "largest request body accepted (bytes, or with a KiB/MiB/GiB suffix); larger gets 413"},
-		{Key: "shutdown_timeout", Default: server.DefaultShutdownTimeout.String(), Commands: Serve, Set: parsed(func(c *Config, s string) error {
-			d, err := time.ParseDuration(strings.TrimSpace(s))
-			if err != nil || d <= 0 {
-				return fmt.Errorf("shutdown_timeout must be a positive duration such as 30s or 2m, got %q", s)
-			}
-			c.Server.ShutdownTimeout = d
-			return nil
-		}), Usage: "how long a shutdown waits for runs in progress"},
+		{
+			Key:      "max_queue_bytes",
+			Default:  FormatSize(server.DefaultMaxQueueBytes()),
+			Commands: Serve,
+			Set: parsed(func(c *Config, s string) (err error) {
+				c.Server.MaxQueueBytes, err = ParseSize(s)
+				if err != nil {
+					return fmt.Errorf("max_queue_bytes: %w", err)
+				}
+				return nil
+			}),
+			Usage: "request bodies that may wait for a free slot, in bytes or with a KiB/MiB/GiB suffix",
+		},
+		{
+			Key:      "max_body",
+			Default:  FormatSize(server.DefaultMaxBodyBytes),
+			Commands: Serve,
+			Set: parsed(func(c *Config, s string) (err error) {
+				c.Server.MaxBodyBytes, err = ParseSize(s)
+				if err != nil {
+					return fmt.Errorf("max_body: %w", err)
+				}
+				return nil
+			}),
+			Usage: "largest request body accepted (bytes, or with a KiB/MiB/GiB suffix); larger gets 413",
+		},
+		{
+			Key:      "shutdown_timeout",
+			Default:  server.DefaultShutdownTimeout.String(),
+			Commands: Serve,
+			Set: parsed(func(c *Config, s string) error {
+				d, err := time.ParseDuration(strings.TrimSpace(s))
+				if err != nil || d <= 0 {
+					return fmt.Errorf("shutdown_timeout must be a positive duration such as 30s or 2m, got %q", s)
+				}
+				c.Server.ShutdownTimeout = d
+				return nil
+			}),
+			Usage: "how long a shutdown waits for runs in progress",
+		},
 		{Key: "log_level", Default: "info", Commands: Serve, Set: parsed(func(c *Config, s string) error {
 			switch strings.ToLower(s) {
 			case "info":
@@ -430,7 +604,12 @@ func AddFlags(fs *pflag.FlagSet, cmd Command) *Loader {
 			fs.MarkDeprecated(old, "use --"+s.Flag())
 		}
 	}
-	fs.String("config", "", "config file (YAML, JSON or TOML) with the keys that \"verl-score config\" lists; default ./verl-score.yaml if present")
+	fs.String(
+		"config",
+		"",
+		"config file (YAML, JSON or TOML) with the keys that \"verl-score config\" lists; default ./verl-score.yaml if "+
+			"present",
+	)
 	return l
 }
 
@@ -551,7 +730,10 @@ func checkFileKeys(path string) error {
 		if c := closest(k, names); c != "" {
 			hint = fmt.Sprintf(" (did you mean %q?)", c)
 		}
-		errs = append(errs, fmt.Errorf("config file %s: unknown key %q%s; \"verl-score config\" lists the keys", path, k, hint))
+		errs = append(
+			errs,
+			fmt.Errorf("config file %s: unknown key %q%s; \"verl-score config\" lists the keys", path, k, hint),
+		)
 	}
 	return errors.Join(errs...)
 }

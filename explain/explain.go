@@ -67,7 +67,9 @@ func quote(s string) string {
 var pyFrame = regexp.MustCompile(`^\s*File "[^"]*", line (\d+), in (\S+)`)
 
 // exceptionLine is the last line of a traceback: "Name: message" or "Name".
-var exceptionLine = regexp.MustCompile(`^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Fault)|[A-Z][\w.]*Error)\b`)
+var exceptionLine = regexp.MustCompile(
+	`^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Fault)|[A-Z][\w.]*Error)\b`,
+)
 
 // RuntimeError names a runtime error by its exception type and the last
 // frame of its traceback where stderr has one (Python: "ZeroDivisionError

@@ -159,7 +159,14 @@ func Run[T any](ctx context.Context, eng *score.Engine, rd rollout.Reader, opts 
 
 // feedRows reads rd to its end and sends every row's solutions to in,
 // recording where each one's result goes with keep.
-func feedRows[T any](ctx context.Context, rd rollout.Reader, in chan<- score.Solution, source string, h Hooks[T], keep func(int64, ref[T])) error {
+func feedRows[T any](
+	ctx context.Context,
+	rd rollout.Reader,
+	in chan<- score.Solution,
+	source string,
+	h Hooks[T],
+	keep func(int64, ref[T]),
+) error {
 	var id int64
 	for {
 		if ctx.Err() != nil {

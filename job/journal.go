@@ -111,7 +111,13 @@ func createJournal(path string, hdr journalHeader, keep map[int]*results.Row) (*
 	if err != nil {
 		return nil, fmt.Errorf("create journal: %w", err)
 	}
-	j := &journal{path: path, f: f, w: bufio.NewWriterSize(f, 1<<16), syncRows: journalSyncRows, syncEvery: journalSyncEvery}
+	j := &journal{
+		path:      path,
+		f:         f,
+		w:         bufio.NewWriterSize(f, 1<<16),
+		syncRows:  journalSyncRows,
+		syncEvery: journalSyncEvery,
+	}
 	j.startSyncing()
 	return j, nil
 }
@@ -217,7 +223,10 @@ func loadJournal(path, input, fp string) (map[int]*results.Row, error) {
 		return nil, fmt.Errorf("journal %s belongs to input %s, not %s", path, hdr.Input, input)
 	}
 	if hdr.Fingerprint != fp {
-		return nil, fmt.Errorf("journal %s was written with other scoring settings; resume with the same flags or delete it", path)
+		return nil, fmt.Errorf(
+			"journal %s was written with other scoring settings; resume with the same flags or delete it",
+			path,
+		)
 	}
 	rows := map[int]*results.Row{}
 	for {

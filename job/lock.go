@@ -39,7 +39,13 @@ func lockOutput(output string) (*outputLock, error) {
 		}
 		f.Close()
 		if busy {
-			return nil, fmt.Errorf("%s: %w%s, holding %s; wait for it to end or choose another -o", output, ErrOutputBusy, holder, path)
+			return nil, fmt.Errorf(
+				"%s: %w%s, holding %s; wait for it to end or choose another -o",
+				output,
+				ErrOutputBusy,
+				holder,
+				path,
+			)
 		}
 		return nil, fmt.Errorf("lock %s: %w", output, err)
 	}

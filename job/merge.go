@@ -80,7 +80,13 @@ func (r readerSettings) options() rollout.Options {
 
 // writeShardFile writes the shard file of a finished --shard run from its
 // journal; settings is the run's fingerprint without the shard.
-func writeShardFile(opts Options, wo rollout.WriteOptions, fp, settings string, sum *results.Summary, jpath string) error {
+func writeShardFile(
+	opts Options,
+	wo rollout.WriteOptions,
+	fp, settings string,
+	sum *results.Summary,
+	jpath string,
+) error {
 	recs, err := loadJournal(jpath, opts.Input, fp)
 	if err != nil {
 		return err
@@ -244,7 +250,11 @@ func rewrite(out string, first shardHeader, shards []*shardInput, sum *results.S
 				return err
 			}
 			if rec == nil || rec.Index != b.Rows[i].Index {
-				return fmt.Errorf("merge: the shards hold no result for row %d of %s: the input changed, or a shard is incomplete", b.Rows[i].Index, first.Input)
+				return fmt.Errorf(
+					"merge: the shards hold no result for row %d of %s: the input changed, or a shard is incomplete",
+					b.Rows[i].Index,
+					first.Input,
+				)
 			}
 			res[i] = rec.RowResult()
 			sum.Add(rec, sum.InfraErrors == "mask")
@@ -289,7 +299,11 @@ func shardRecords(shards []*shardInput) func() (*results.Row, error) {
 func openShard(output string) (*shardInput, error) {
 	f, err := os.Open(ShardPath(output))
 	if err != nil {
-		return nil, fmt.Errorf("merge: %s has no shard file (was it written by run --shard, to the end?): %w", output, errors.Unwrap(err))
+		return nil, fmt.Errorf(
+			"merge: %s has no shard file (was it written by run --shard, to the end?): %w",
+			output,
+			errors.Unwrap(err),
+		)
 	}
 	r := bufio.NewReaderSize(f, 1<<16)
 	line, err := r.ReadBytes('\n')

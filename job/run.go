@@ -261,7 +261,11 @@ func prepare(eo score.Options, opts Options) (*runner, error) {
 		r.done = rows
 	case statErr == nil && !r.toStdout:
 		r.release()
-		return nil, fmt.Errorf("%s exists: an earlier run into %s was interrupted; pass --resume to continue it, or delete the journal", r.jpath, opts.Output)
+		return nil, fmt.Errorf(
+			"%s exists: an earlier run into %s was interrupted; pass --resume to continue it, or delete the journal",
+			r.jpath,
+			opts.Output,
+		)
 	}
 	return r, nil
 }
@@ -317,7 +321,10 @@ func (r *runner) open() error {
 	r.progress.SetTotal(total)
 	if opts.Shard != nil {
 		if total < 0 {
-			return fmt.Errorf("--shard needs an input whose rows can be counted before scoring (a file or a dump directory), not %s", opts.Input)
+			return fmt.Errorf(
+				"--shard needs an input whose rows can be counted before scoring (a file or a dump directory), not %s",
+				opts.Input,
+			)
 		}
 		r.feedRd = rollout.Shard(rd, *opts.Shard, total)
 		// The shard's share before prompts are kept whole: near enough
@@ -356,7 +363,12 @@ func (r *runner) release() {
 
 // batch starts a batch (feeding goroutine).
 func (r *runner) batch(b *rollout.Batch) error {
-	bs := &batchState{b: b, recs: make([]*results.Row, len(b.Rows)), left: make([]int, len(b.Rows)), sols: make([]int, len(b.Rows))}
+	bs := &batchState{
+		b:    b,
+		recs: make([]*results.Row, len(b.Rows)),
+		left: make([]int, len(b.Rows)),
+		sols: make([]int, len(b.Rows)),
+	}
 	r.mu.Lock()
 	r.batches = append(r.batches, bs)
 	r.mu.Unlock()
@@ -375,8 +387,11 @@ func (r *runner) row(ctx context.Context, b *rollout.Batch, i int, sols []score.
 	unreadable := unreadableRow(row)
 	if !r.warnedNoSource && unreadable == "" && row.SourceOr(r.opts.DataSource) == "" && r.eo.Mode == score.ModeAuto {
 		r.warnedNoSource = true
-		r.warn(fmt.Sprintf("%s:%d: rows without a data source (rollout dumps carry none): --mode auto scores them over all cases, "+
-			"as verl does for a source it does not know; pass --data-source (e.g. codecontests) or --mode continuous to choose", row.File, row.Line))
+		r.warn(
+			fmt.Sprintf("%s:%d: rows without a data source (rollout dumps carry none): --mode auto scores them over all cases, "+
+				"as verl does for a source it does not know; pass --data-source (e.g. codecontests) or --mode continuous to "+
+				"choose", row.File, row.Line),
+		)
 	}
 	if rec, ok := r.done[row.Index]; ok {
 		return ref, false, r.finished(bs, i, rec, true)
@@ -384,8 +399,14 @@ func (r *runner) row(ctx context.Context, b *rollout.Batch, i int, sols []score.
 	if row.Err != nil || len(row.Responses) == 0 {
 		r.warnRow(row)
 	}
-	rec := &results.Row{Index: row.Index, DataSource: row.SourceOr(r.opts.DataSource), IsList: row.ResponseIsList, Prompt: row.Prompt,
-		Responses: make([]results.Response, len(sols)), Unreadable: unreadable}
+	rec := &results.Row{
+		Index:      row.Index,
+		DataSource: row.SourceOr(r.opts.DataSource),
+		IsList:     row.ResponseIsList,
+		Prompt:     row.Prompt,
+		Responses:  make([]results.Response, len(sols)),
+		Unreadable: unreadable,
+	}
 	if len(sols) == 0 {
 		return ref, false, r.finished(bs, i, rec, false) // an empty list: nothing to score
 	}
@@ -476,9 +497,21 @@ func (r *runner) result(res *score.Result, ref rowRef, j int) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rec := ref.bs.recs[ref.i]
-	rr := results.Response{Reward: res.Score, RewardExact: r.exactOf(res), Verdicts: res.Verdicts(), Statuses: res.Statuses(),
-		Requests: res.Requests, Saved: res.Saved, Deduped: res.Deduped, Cached: res.Cached, Retries: res.Retries, Infra: res.Infra(), Audit: res.Audit,
-		Language: res.Language, Crash: results.CrashAtStart(res.Cases)}
+	rr := results.Response{
+		Reward:      res.Score,
+		RewardExact: r.exactOf(res),
+		Verdicts:    res.Verdicts(),
+		Statuses:    res.Statuses(),
+		Requests:    res.Requests,
+		Saved:       res.Saved,
+		Deduped:     res.Deduped,
+		Cached:      res.Cached,
+		Retries:     res.Retries,
+		Infra:       res.Infra(),
+		Audit:       res.Audit,
+		Language:    res.Language,
+		Crash:       results.CrashAtStart(res.Cases),
+	}
 	for _, c := range res.Cases {
 		rr.StarvedReruns += c.StarvedReruns
 		if c.Infra && c.APIRequestError != nil && rr.FirstInfra == "" {
@@ -683,7 +716,12 @@ func (r *runner) commit(interrupted bool) error {
 	case interrupted && r.toStdout:
 		return fmt.Errorf("%w after %s (written to stdout; no journal)", ErrInterrupted, text.Count(r.rowsDone, "row"))
 	case interrupted:
-		return fmt.Errorf("%w after %s; the journal %s allows --resume", ErrInterrupted, text.Count(r.rowsDone, "row"), r.jpath)
+		return fmt.Errorf(
+			"%w after %s; the journal %s allows --resume",
+			ErrInterrupted,
+			text.Count(r.rowsDone, "row"),
+			r.jpath,
+		)
 	case r.toStdout:
 		return nil
 	}
@@ -743,7 +781,8 @@ func createCases(path string, prov *results.Provenance) (results.CaseWriter, err
 func writeCases(w results.CaseWriter, rec *results.Row) error {
 	for j, cases := range rec.Cases {
 		for _, cr := range cases {
-			if err := w.Write(&results.Case{Row: rec.Index, ResponseIndex: j, DataSource: rec.DataSource, Case: cr}); err != nil {
+			c := results.Case{Row: rec.Index, ResponseIndex: j, DataSource: rec.DataSource, Case: cr}
+			if err := w.Write(&c); err != nil {
 				return err
 			}
 		}

@@ -16,7 +16,13 @@ import (
 // case's input and expected output as verl prints them (Python str());
 // expected is the expected output, nil when the ground truth has null
 // (any finished run then passes).
-func Case(caseIndex int, input, expectedText string, expected *string, resp *sandboxclient.Response, err error) verdict.Case {
+func Case(
+	caseIndex int,
+	input, expectedText string,
+	expected *string,
+	resp *sandboxclient.Response,
+	err error,
+) verdict.Case {
 	r := verdict.Case{CaseIndex: caseIndex, Input: input, ExpectedOutput: expectedText, Verdict: verdict.APIError}
 	if err != nil {
 		msg := err.Error()
@@ -64,7 +70,8 @@ func Case(caseIndex int, input, expectedText string, expected *string, resp *san
 	r.StarvedReruns = resp.StarvedReruns
 	switch {
 	case status == sandboxclient.StatusFailed && ((cr != nil && cr.Starved) || (rr != nil && rr.Starved)):
-		msg := "starved: a step reached its time limit waiting for a CPU, twice (the second time alone among the sandbox's runs)"
+		msg := "starved: a step reached its time limit waiting for a CPU, twice (the second time alone among the sandbox's " +
+			"runs)"
 		r.APIRequestError = &msg
 		r.Status = verdict.StatusStarved
 		r.Infra = true

@@ -169,10 +169,17 @@ func Start(w io.Writer, mode Mode, eng *score.Engine, rows *Rows, interval time.
 	p := eng.Progress()
 	start := time.Now()
 	read := func() progressState {
-		s := progressState{rowsTotal: noRows, casesDone: p.CasesDone.Load(), casesTotal: p.CasesTotal.Load(), infra: p.InfraErrs.Load(),
-			inFlight: p.InFlight.Load(), elapsed: time.Since(start)}
+		s := progressState{
+			rowsTotal:  noRows,
+			casesDone:  p.CasesDone.Load(),
+			casesTotal: p.CasesTotal.Load(),
+			infra:      p.InfraErrs.Load(),
+			inFlight:   p.InFlight.Load(),
+			elapsed:    time.Since(start),
+		}
 		if rows != nil {
-			s.rowsTotal, s.rowsDone, s.rowsResumed, s.rowsFed = rows.Total.Load(), rows.Done.Load(), rows.Resumed.Load(), rows.Fed.Load()
+			s.rowsTotal, s.rowsDone = rows.Total.Load(), rows.Done.Load()
+			s.rowsResumed, s.rowsFed = rows.Resumed.Load(), rows.Fed.Load()
 		}
 		return s
 	}
@@ -198,7 +205,12 @@ func Start(w io.Writer, mode Mode, eng *score.Engine, rows *Rows, interval time.
 			defer t.Stop()
 			for {
 				s := read()
-				desc := fmt.Sprintf("scoring: %s written, %s, %s", Count(int(s.rowsDone), "row"), Count(int(s.casesDone), "case"), Count(int(s.infra), "infra error"))
+				desc := fmt.Sprintf(
+					"scoring: %s written, %s, %s",
+					Count(int(s.rowsDone), "row"),
+					Count(int(s.casesDone), "case"),
+					Count(int(s.infra), "infra error"),
+				)
 				frac, left, ok := s.estimate()
 				if ok {
 					desc += fmt.Sprintf(", about %s left", roundLeft(left))

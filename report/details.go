@@ -119,8 +119,19 @@ func sample(rs []*Response, kind func(*Response) string) []*Response {
 }
 
 func toDetail(x *Response) detail {
-	d := detail{Key: fmt.Sprintf("%d-%d", x.Row, x.Index), Name: x.Name(), Row: x.Row, Resp: x.Index, Source: x.DataSource, Reward: x.Reward,
-		Error: x.Error, Code: x.Code, Fence: x.Fence, Text: clip(x.Text), Kind: "passed"}
+	d := detail{
+		Key:    fmt.Sprintf("%d-%d", x.Row, x.Index),
+		Name:   x.Name(),
+		Row:    x.Row,
+		Resp:   x.Index,
+		Source: x.DataSource,
+		Reward: x.Reward,
+		Error:  x.Error,
+		Code:   x.Code,
+		Fence:  x.Fence,
+		Text:   clip(x.Text),
+		Kind:   "passed",
+	}
 	if x.Error != "" {
 		d.Kind = "error"
 	}
@@ -147,7 +158,13 @@ func toDetail(x *Response) detail {
 	}
 	for i := range x.Cases {
 		c := &x.Cases[i]
-		cd := caseDetail{Index: c.CaseIndex, Verdict: c.Verdict.String(), Status: c.Status, Seconds: c.Duration, Cause: explain.Cause(c)}
+		cd := caseDetail{
+			Index:   c.CaseIndex,
+			Verdict: c.Verdict.String(),
+			Status:  c.Status,
+			Seconds: c.Duration,
+			Cause:   explain.Cause(c),
+		}
 		if c.Status != verdict.StatusSuccess {
 			in, exp := c.Input, c.ExpectedOutput
 			cd.Input, cd.Expected = clipp(&in), clipp(&exp)

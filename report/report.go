@@ -338,8 +338,16 @@ func readCases(path string, groups map[string]*Group, overall *Group) error {
 		for _, gg := range []*Group{g, overall} {
 			a := get(gg)
 			if c.Duration != nil {
-				a.slow = append(a.slow, Slow{Where: fmt.Sprintf("row %d response %d case %d", c.Row, c.ResponseIndex, c.CaseIndex), Row: c.Row, Response: c.ResponseIndex,
-					Seconds: *c.Duration, Status: c.Status})
+				a.slow = append(
+					a.slow,
+					Slow{
+						Where:    fmt.Sprintf("row %d response %d case %d", c.Row, c.ResponseIndex, c.CaseIndex),
+						Row:      c.Row,
+						Response: c.ResponseIndex,
+						Seconds:  *c.Duration,
+						Status:   c.Status,
+					},
+				)
 			}
 			if msg := explain.Cause(&c.Case); msg != "" {
 				a.failures[msg]++

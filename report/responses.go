@@ -161,7 +161,14 @@ func readUnscored(path string, opts rollout.Options, keep func(*Response) bool) 
 		for i := range b.Rows {
 			row := &b.Rows[i]
 			for j, text := range row.Responses {
-				r := &Response{Row: row.Index, Index: j, ID: row.TaskID, DataSource: row.DataSource, Unscored: true, Reward: math.NaN()}
+				r := &Response{
+					Row:        row.Index,
+					Index:      j,
+					ID:         row.TaskID,
+					DataSource: row.DataSource,
+					Unscored:   true,
+					Reward:     math.NaN(),
+				}
 				if j < len(row.RefScores) {
 					r.Reward = row.RefScores[j]
 				}

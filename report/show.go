@@ -18,7 +18,14 @@ const maxShown = 20
 // and the compiler's error.
 func WriteText(w io.Writer, r *Response) error {
 	b := &strings.Builder{}
-	title := fmt.Sprintf("%s · row %d response %d · %s · reward %g", r.Name(), r.Row, r.Index, orNone(r.DataSource), r.Reward)
+	title := fmt.Sprintf(
+		"%s · row %d response %d · %s · reward %g",
+		r.Name(),
+		r.Row,
+		r.Index,
+		orNone(r.DataSource),
+		r.Reward,
+	)
 	fmt.Fprintf(b, "── %s %s\n", title, strings.Repeat("─", max(0, 72-len([]rune(title)))))
 	if r.Error != "" {
 		fmt.Fprintf(b, "reward_error: %s\n", r.Error)
@@ -33,7 +40,9 @@ func WriteText(w io.Writer, r *Response) error {
 		fmt.Fprintf(b, "no code block; the response:\n%s\n", block(r.Text))
 	}
 	if r.Unscored {
-		b.WriteString("not scored by verl-score: the reward is the trainer's score (verl-score run scores it, case by case)\n")
+		b.WriteString(
+			"not scored by verl-score: the reward is the trainer's score (verl-score run scores it, case by case)\n",
+		)
 	} else if r.Cases == nil {
 		fmt.Fprintf(b, "cases: %s\n", verdictList(r.Verdicts, r.Statuses))
 		if len(r.Verdicts) > 0 {

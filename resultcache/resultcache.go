@@ -91,7 +91,8 @@ func (d *Dir) Get(key [sha256.Size]byte) (*sandboxclient.Response, bool) {
 	}
 	var e entry
 	resp := new(sandboxclient.Response)
-	if json.Unmarshal(b, &e) != nil || e.Key != name || e.Sum != digest(e.Response) || json.Unmarshal(e.Response, resp) != nil {
+	if json.Unmarshal(b, &e) != nil || e.Key != name || e.Sum != digest(e.Response) ||
+		json.Unmarshal(e.Response, resp) != nil {
 		d.corrupt.Add(1)
 		os.Remove(p)
 		return nil, false

@@ -81,12 +81,23 @@ func createCasesParquet(path string, prov json.RawMessage) (*casesParquet, error
 		return nil, err
 	}
 	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd), parquet.WithStats(false))
-	fw, err := pqarrow.NewFileWriter(CasesSchema, writerOnly{af.Writer}, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	fw, err := pqarrow.NewFileWriter(
+		CasesSchema,
+		writerOnly{af.Writer},
+		props,
+		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()),
+	)
 	if err != nil {
 		af.Abort()
 		return nil, fmt.Errorf("create parquet cases file %s: %w", path, err)
 	}
-	return &casesParquet{path: path, af: af, fw: fw, b: array.NewRecordBuilder(memory.DefaultAllocator, CasesSchema), prov: prov}, nil
+	return &casesParquet{
+		path: path,
+		af:   af,
+		fw:   fw,
+		b:    array.NewRecordBuilder(memory.DefaultAllocator, CasesSchema),
+		prov: prov,
+	}, nil
 }
 
 // writerOnly hides any Close method: the parquet writer closes its sink,
@@ -400,7 +411,11 @@ func deref[T any](p *T) T {
 }
 
 func (cs *columns) caseAt(i int) (*Case, error) {
-	c := &Case{Row: deref(cs.int("row", i)), ResponseIndex: deref(cs.int("response_index", i)), DataSource: deref(cs.str("data_source", i))}
+	c := &Case{
+		Row:           deref(cs.int("row", i)),
+		ResponseIndex: deref(cs.int("response_index", i)),
+		DataSource:    deref(cs.str("data_source", i)),
+	}
 	c.Case = verdict.Case{
 		Verdict:         verdict.Code(deref(cs.int("verdict", i))),
 		CaseIndex:       deref(cs.int("case_index", i)),

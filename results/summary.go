@@ -142,11 +142,25 @@ type Group struct {
 }
 
 func newGroup(ks []int) *Group {
-	return &Group{ks: ks, Verdicts: map[string]int{}, PassAtK: map[string]float64{}, PassAtKPrompts: map[string]int{}, passSum: map[int]float64{}, passN: map[int]int{}}
+	return &Group{
+		ks:             ks,
+		Verdicts:       map[string]int{},
+		PassAtK:        map[string]float64{},
+		PassAtKPrompts: map[string]int{},
+		passSum:        map[int]float64{},
+		passN:          map[int]int{},
+	}
 }
 
 func NewSummary(input, output string, mask bool, ks []int) *Summary {
-	s := &Summary{Input: input, Output: output, InfraErrors: "score", Overall: newGroup(ks), BySource: map[string]*Group{}, PassK: ks}
+	s := &Summary{
+		Input:       input,
+		Output:      output,
+		InfraErrors: "score",
+		Overall:     newGroup(ks),
+		BySource:    map[string]*Group{},
+		PassK:       ks,
+	}
 	if mask {
 		s.InfraErrors = "mask"
 	}
@@ -219,7 +233,9 @@ func (s *Summary) crashNotes() []CrashNote {
 func CrashAtStart(cases []verdict.Case) string {
 	sig := ""
 	for i, c := range cases {
-		if c.Verdict != verdict.RuntimeError || c.ExitCode == nil || *c.ExitCode >= 0 || (c.Stdout != nil && *c.Stdout != "") || (c.Stderr != nil && *c.Stderr != "") {
+		if c.Verdict != verdict.RuntimeError || c.ExitCode == nil || *c.ExitCode >= 0 ||
+			(c.Stdout != nil && *c.Stdout != "") ||
+			(c.Stderr != nil && *c.Stderr != "") {
 			return ""
 		}
 		name := signalName(-*c.ExitCode)
@@ -247,11 +263,23 @@ func signalName(n int) string {
 func (s *Summary) Warnings() []string {
 	var out []string
 	if s.UnreadableRows > 0 {
-		out = append(out, fmt.Sprintf("%s could not be read (first: %s): each has its output row with reward 0 and the reason in reward_error, "+
-			"and none counts in the prompts or the means", text.Count(s.UnreadableRows, "input row"), s.FirstUnreadable))
+		out = append(
+			out,
+			fmt.Sprintf(
+				"%s could not be read (first: %s): each has its output row with reward 0 and the reason in reward_error, "+
+					"and none counts in the prompts or the means",
+				text.Count(s.UnreadableRows, "input row"),
+				s.FirstUnreadable,
+			),
+		)
 	}
 	for _, c := range s.CrashedAtStart {
-		w := fmt.Sprintf("every %s response (%d) crashed at start with %s and no output: the sandbox, not the code, is the likely cause", c.Language, c.Responses, c.Signal)
+		w := fmt.Sprintf(
+			"every %s response (%d) crashed at start with %s and no output: the sandbox, not the code, is the likely cause",
+			c.Language,
+			c.Responses,
+			c.Signal,
+		)
 		if c.Cause != "" {
 			w += ": " + c.Cause
 		}
@@ -577,7 +605,13 @@ func (s *Summary) WriteTable(w io.Writer) {
 	head = append(head, "requests", "skipped", "shared", "cached", "retries", "infra%")
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	row := func(name string, g *Group) {
-		cols := []string{name, fmt.Sprint(g.Prompts), fmt.Sprint(g.Responses), fmt.Sprintf("%.4f", g.MeanScore), fmt.Sprintf("%.4f", g.MeanOverResponses)}
+		cols := []string{
+			name,
+			fmt.Sprint(g.Prompts),
+			fmt.Sprint(g.Responses),
+			fmt.Sprintf("%.4f", g.MeanScore),
+			fmt.Sprintf("%.4f", g.MeanOverResponses),
+		}
 		for _, k := range KsUpTo(s.PassK, maxK) {
 			if v, ok := g.PassAtK[fmt.Sprintf("pass@%d", k)]; ok {
 				cols = append(cols, fmt.Sprintf("%.4f", v))
@@ -588,8 +622,15 @@ func (s *Summary) WriteTable(w io.Writer) {
 		for _, v := range verdictOrder {
 			cols = append(cols, fmt.Sprint(g.Verdicts[v]))
 		}
-		cols = append(cols, fmt.Sprint(g.Requests), fmt.Sprint(g.SavedByCompile), fmt.Sprint(g.SavedByDedup), fmt.Sprint(g.SavedByCache), fmt.Sprint(g.Retries),
-			fmt.Sprintf("%.2f", 100*g.InfraErrorRate))
+		cols = append(
+			cols,
+			fmt.Sprint(g.Requests),
+			fmt.Sprint(g.SavedByCompile),
+			fmt.Sprint(g.SavedByDedup),
+			fmt.Sprint(g.SavedByCache),
+			fmt.Sprint(g.Retries),
+			fmt.Sprintf("%.2f", 100*g.InfraErrorRate),
+		)
 		fmt.Fprintln(tw, strings.Join(cols, "\t")+"\t")
 	}
 	for _, src := range s.order {
@@ -599,7 +640,13 @@ func (s *Summary) WriteTable(w io.Writer) {
 		row("overall", s.Overall)
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "mean/prompt is verl's test_score/<data_source> (mean over prompts of their mean score)"+passNote(s.Overall, KsUpTo(s.PassK, maxK)))
+	fmt.Fprintln(
+		w,
+		"mean/prompt is verl's test_score/<data_source> (mean over prompts of their mean score)"+passNote(
+			s.Overall,
+			KsUpTo(s.PassK, maxK),
+		),
+	)
 	if ea := s.Overall.ExecutionAccuracy; ea != nil {
 		fmt.Fprintf(w, "execution accuracy (result sets compared, --compare %s): %.4f", s.Compare, *ea)
 		for _, name := range s.order {
@@ -609,7 +656,13 @@ func (s *Summary) WriteTable(w io.Writer) {
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "%s in %.1fs (%.1f cases/s)", text.Count(s.Overall.Cases-s.ResumedCases, "case"), s.WallSeconds, s.CasesPerSec)
+	fmt.Fprintf(
+		w,
+		"%s in %.1fs (%.1f cases/s)",
+		text.Count(s.Overall.Cases-s.ResumedCases, "case"),
+		s.WallSeconds,
+		s.CasesPerSec,
+	)
 	if s.Overall.Masked > 0 {
 		fmt.Fprintf(w, "; %s with infrastructure errors left out of the means", text.Count(s.Overall.Masked, "response"))
 	}
@@ -629,7 +682,12 @@ func (s *Summary) WriteTable(w io.Writer) {
 		fmt.Fprintf(w, "; %s taken from the journal", text.Count(s.Resumed, "row"))
 	}
 	if s.InvalidUTF8Rows > 0 {
-		fmt.Fprintf(w, "; %s held invalid UTF-8 (%s replaced by U+FFFD)", text.Count(s.InvalidUTF8Rows, "row"), text.Count(s.InvalidUTF8Bytes, "byte"))
+		fmt.Fprintf(
+			w,
+			"; %s held invalid UTF-8 (%s replaced by U+FFFD)",
+			text.Count(s.InvalidUTF8Rows, "row"),
+			text.Count(s.InvalidUTF8Bytes, "byte"),
+		)
 	}
 	fmt.Fprintln(w)
 	s.writeExactNote(w)
@@ -676,7 +734,10 @@ func (s *Summary) writeExactNote(w io.Writer) {
 	for _, src := range s.order {
 		g := s.BySource[src]
 		if g.DifferFromExact != nil && *g.DifferFromExact > 0 {
-			parts = append(parts, fmt.Sprintf("%s %d (mean %.4f exact, %.4f now)", src, *g.DifferFromExact, *g.MeanScoreExact, g.MeanScore))
+			parts = append(
+				parts,
+				fmt.Sprintf("%s %d (mean %.4f exact, %.4f now)", src, *g.DifferFromExact, *g.MeanScoreExact, g.MeanScore),
+			)
 		}
 	}
 	if len(parts) == 0 {
@@ -745,8 +806,15 @@ func (s *Summary) CheckInfra(maxFrac float64) error {
 		first = "; first error: " + s.FirstInfraError
 	}
 	if frac > maxFrac {
-		return fmt.Errorf("%w: %d of %d responses (%.1f%%) failed at the infrastructure level, more than --max-infra-errors %g allows%s",
-			ErrTooManyInfraErrors, s.Overall.InfraResponses, sent, 100*frac, maxFrac, first)
+		return fmt.Errorf(
+			"%w: %d of %d responses (%.1f%%) failed at the infrastructure level, more than --max-infra-errors %g allows%s",
+			ErrTooManyInfraErrors,
+			s.Overall.InfraResponses,
+			sent,
+			100*frac,
+			maxFrac,
+			first,
+		)
 	}
 	return nil
 }
@@ -764,8 +832,15 @@ func (s *Summary) CheckInput(maxFrac float64) error {
 	if n == 0 || all == 0 || float64(n) <= maxFrac*float64(all) {
 		return nil
 	}
-	return fmt.Errorf("%w: %d of %d responses (%.1f%%), more than --max-input-errors %g allows; first: %s (is --ground-truth-key right?)",
-		ErrTooManyInputErrors, n, all, 100*float64(n)/float64(all), maxFrac, s.FirstInputError)
+	return fmt.Errorf(
+		"%w: %d of %d responses (%.1f%%), more than --max-input-errors %g allows; first: %s (is --ground-truth-key right?)",
+		ErrTooManyInputErrors,
+		n,
+		all,
+		100*float64(n)/float64(all),
+		maxFrac,
+		s.FirstInputError,
+	)
 }
 
 // passNote says how many prompts each pass@k covers when that is fewer
@@ -780,5 +855,6 @@ func passNote(g *Group, ks []int) string {
 	if len(parts) == 0 {
 		return ""
 	}
-	return "; pass@k covers the prompts with at least k responses: " + strings.Join(parts, ", ") + fmt.Sprintf(" of %d prompts", g.meanPrompts)
+	return "; pass@k covers the prompts with at least k responses: " + strings.Join(parts, ", ") +
+		fmt.Sprintf(" of %d prompts", g.meanPrompts)
 }

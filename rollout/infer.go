@@ -154,7 +154,12 @@ func buildInferred(mem memory.Allocator, fields []inferredField, b *Batch) ([]ar
 		for _, m := range ms {
 			i, ok := pos[m.key]
 			if !ok {
-				return nil, fmt.Errorf("%s:%d: key %q is not in the parquet schema inferred from the first batch; write JSONL output instead", row.File, row.Line, m.key)
+				return nil, fmt.Errorf(
+					"%s:%d: key %q is not in the parquet schema inferred from the first batch; write JSONL output instead",
+					row.File,
+					row.Line,
+					m.key,
+				)
 			}
 			if set[i] { // a duplicate key: the last one wins, as when reading
 				continue

@@ -107,7 +107,10 @@ type parquetReader struct {
 
 // openArrowFile opens a parquet file for reading as Arrow record batches of
 // batchRows rows, with its Arrow schema. The caller closes pf.
-func openArrowFile(path string, batchRows int) (pf *file.Reader, fr *pqarrow.FileReader, schema *arrow.Schema, err error) {
+func openArrowFile(
+	path string,
+	batchRows int,
+) (pf *file.Reader, fr *pqarrow.FileReader, schema *arrow.Schema, err error) {
 	if pf, err = file.OpenParquetFile(path, false); err != nil {
 		return nil, nil, nil, err
 	}
@@ -203,7 +206,12 @@ func (r *parquetReader) resolve() error {
 		case listElem(sc.typ) != nil && isNumberType(listElem(sc.typ)):
 			r.score, r.scoreLst = &sc, true
 		default:
-			r.opts.warn("%s: score column %q is %s, not a number or a list of numbers: no reference scores", r.path, sc.name, sc.typ)
+			r.opts.warn(
+				"%s: score column %q is %s, not a number or a list of numbers: no reference scores",
+				r.path,
+				sc.name,
+				sc.typ,
+			)
 		}
 	}
 	for _, k := range idKeys(r.opts) {

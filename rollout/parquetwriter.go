@@ -221,7 +221,13 @@ func releaseAll(arrs []arrow.Array) {
 }
 
 // buildResults builds the result columns of a batch.
-func buildResults(mem memory.Allocator, rows []Row, res []RowResult, isList bool, wo WriteOptions) ([]arrow.Array, error) {
+func buildResults(
+	mem memory.Allocator,
+	rows []Row,
+	res []RowResult,
+	isList bool,
+	wo WriteOptions,
+) ([]arrow.Array, error) {
 	reward := array.NewFloat64Builder(mem)
 	cases := array.NewListBuilder(mem, arrow.PrimitiveTypes.Int8)
 	status := array.NewListBuilder(mem, arrow.BinaryTypes.String)

@@ -325,7 +325,10 @@ func Open(path string, opts Options) (Reader, error) {
 		}
 		return r, nil
 	}
-	return nil, fmt.Errorf("open input %s: unknown format (want a .parquet, .jsonl or .json file, a dump directory, or - for stdin)", path)
+	return nil, fmt.Errorf(
+		"open input %s: unknown format (want a .parquet, .jsonl or .json file, a dump directory, or - for stdin)",
+		path,
+	)
 }
 
 // OpenInput opens path as Open does, but reads "-" from stdin when stdin

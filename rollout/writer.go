@@ -118,7 +118,8 @@ func entries(row Row, r RowResult, isList bool) ([]entry, error) {
 			n = 1
 		}
 	} else if row.ResponseIsList && len(row.Responses) != 1 && row.Err == nil {
-		return nil, fmt.Errorf("%s:%d: the response is a list of %d but the output's columns are scalar", row.File, row.Line, len(row.Responses))
+		return nil, fmt.Errorf("%s:%d: the response is a list of %d but the output's columns are scalar",
+			row.File, row.Line, len(row.Responses))
 	}
 	var rowMsg *string
 	if row.Err != nil {

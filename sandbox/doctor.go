@@ -57,10 +57,14 @@ func Protections() []Protection {
 		{Name: "scrubbed environment", Available: true, Detail: "only PATH, HOME, TMPDIR, LANG and toolchain settings"},
 		{Name: "process group", Available: true, Detail: "the whole group is killed on timeout and after exit"},
 		{Name: "resource limits", Available: toolchain.IsExecutable(jail.WrapperShell),
-			Detail: "address space (memory_limit_MB; heap flags for JVM and Node.js), CPU time, file size, open files, via " + jail.WrapperShell},
+			Detail: "address space (memory_limit_MB; heap flags for JVM and Node.js), CPU time, file size, " +
+				"open files, via " + jail.WrapperShell},
 		{Name: "per-run user", Available: iso.PerRunUser,
-			Detail: pick(iso.PerRunUser, "each step runs as a user of its own: fork bombs are bounded, leftover processes and files are removed",
-				"needs root")},
+			Detail: pick(
+				iso.PerRunUser,
+				"each step runs as a user of its own: fork bombs are bounded, leftover processes and files are removed",
+				"needs root",
+			)},
 		{Name: "process-count limit", Available: iso.PerRunUser && iso.NprocFlag != "",
 			Detail: pick(iso.PerRunUser, "per step user", "needs a per-run user")},
 		{Name: "network namespace", Available: iso.NetNS,
@@ -69,17 +73,30 @@ func Protections() []Protection {
 			Detail: pick(iso.Contained, "a mount namespace per step: toolchains read-only, a "+fmt.Sprint(jail.SizeMB)+
 				" MiB tmpfs for its directory and /tmp, no host path (input, output, project, /root) visible", viewErr)},
 		{Name: "PID namespace", Available: iso.Contained,
-			Detail: pick(iso.Contained, "a step sees only its own processes; its init reaps them and the kernel kills what is left when it ends",
-				"needs the filesystem view; leftover processes are found by user instead")},
+			Detail: pick(
+				iso.Contained,
+				"a step sees only its own processes; its init reaps them and the kernel kills what is left when it ends",
+				"needs the filesystem view; leftover processes are found by user instead",
+			)},
 		{Name: "IPC namespace", Available: iso.Contained,
-			Detail: pick(iso.Contained, "the System V shared memory, semaphores and message queues of a step vanish with it", "needs the filesystem view")},
+			Detail: pick(
+				iso.Contained,
+				"the System V shared memory, semaphores and message queues of a step vanish with it",
+				"needs the filesystem view",
+			)},
 		{Name: "no privileges", Available: iso.Contained,
-			Detail: pick(iso.Contained, "every program starts with empty capability sets (bounding, ambient, inheritable included) and no_new_privs",
-				"needs the filesystem view's init: programs keep what the host gives this user")},
+			Detail: pick(
+				iso.Contained,
+				"every program starts with empty capability sets (bounding, ambient, inheritable included) and no_new_privs",
+				"needs the filesystem view's init: programs keep what the host gives this user",
+			)},
 		filterProtection(iso.Contained),
 		{Name: "cgroup per run", Available: cgUsed,
-			Detail: pick(cgUsed, "an equal CPU weight per run, a bound on a run's total memory and processes, its CPU time measured: ",
-				"runs share the CPU with no weight of their own; memory and processes bounded per process only: ") + cgDetail},
+			Detail: pick(
+				cgUsed,
+				"an equal CPU weight per run, a bound on a run's total memory and processes, its CPU time measured: ",
+				"runs share the CPU with no weight of their own; memory and processes bounded per process only: ",
+			) + cgDetail},
 	}
 	if len(unreachable) > 0 {
 		ps = append(ps, Protection{Name: "unprivileged toolchains", Available: false,
@@ -128,7 +145,10 @@ func FastPaths() []Protection {
 	defer cancel()
 	var out []Protection
 	if l.tools["python3"] != "" {
-		resp, err := l.Run(ctx, &sandboxclient.Request{Language: "python", Code: "print(1)", RunTimeout: 10, MemoryLimitMB: 1024})
+		resp, err := l.Run(
+			ctx,
+			&sandboxclient.Request{Language: "python", Code: "print(1)", RunTimeout: 10, MemoryLimitMB: 1024},
+		)
 		using, detail := l.forks.State()
 		if using && l.Stats().ForkedRuns == 0 {
 			using, detail = false, "plain starts: the fork server did not serve"

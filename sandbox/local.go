@@ -102,7 +102,12 @@ func New(opts Options) (*Local, error) {
 		opts.Warn = os.Stderr
 	}
 	if removed := cleanStaleRoots(opts.TempDir); len(removed) > 0 {
-		fmt.Fprintf(opts.Warn, "verl-score: removed %d sandbox directories left by killed runs in %s\n", len(removed), opts.TempDir)
+		fmt.Fprintf(
+			opts.Warn,
+			"verl-score: removed %d sandbox directories left by killed runs in %s\n",
+			len(removed),
+			opts.TempDir,
+		)
 	}
 	root, err := os.MkdirTemp(opts.TempDir, rootPrefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
@@ -127,7 +132,13 @@ func New(opts Options) (*Local, error) {
 			return nil, fmt.Errorf("create sandbox directory: %w", err)
 		}
 	}
-	l.j = jail.NewRunner(jail.Probe(opts.Isolation == IsolationNone, opts.Isolation == IsolationBasic), opts.Concurrency, opts.MaxOutputBytes, opts.TempDir, l.warn)
+	l.j = jail.NewRunner(
+		jail.Probe(opts.Isolation == IsolationNone, opts.Isolation == IsolationBasic),
+		opts.Concurrency,
+		opts.MaxOutputBytes,
+		opts.TempDir,
+		l.warn,
+	)
 	l.j.Cgroups, l.cgroupNote = newCgroups(opts, &l.j.Iso)
 	if l.filter, err = newFilter(opts, l.j.Iso.Contained); err != nil {
 		os.RemoveAll(root)
@@ -143,7 +154,8 @@ func New(opts Options) (*Local, error) {
 			l.rootOnly = rootOnly
 		} else {
 			l.j.Iso.Contained = false
-			l.j.Iso.Notes = append(l.j.Iso.Notes, "running without a filesystem view of its own per run (programs see the host's files, "+
+			l.j.Iso.Notes = append(l.j.Iso.Notes, "running without a filesystem view of its own per run (programs see the "+
+				"host's files, "+
 				"processes and System V IPC): "+err.Error())
 		}
 	}
@@ -165,8 +177,15 @@ func New(opts Options) (*Local, error) {
 		}
 	}
 	py := lang.Get("python")
-	l.forks = &forkserver.Pool{Jail: l.j, Python: l.tools["python3"], Env: stepEnv(l.pathEnv, l.host, jail.RunDir, py.Env),
-		Argv: py.Run(l.host, lang.Args{Dir: jail.RunDir}), Source: py.Source, Prelude: opts.PythonPrelude, Concurrency: opts.Concurrency}
+	l.forks = &forkserver.Pool{
+		Jail:        l.j,
+		Python:      l.tools["python3"],
+		Env:         stepEnv(l.pathEnv, l.host, jail.RunDir, py.Env),
+		Argv:        py.Run(l.host, lang.Args{Dir: jail.RunDir}),
+		Source:      py.Source,
+		Prelude:     opts.PythonPrelude,
+		Concurrency: opts.Concurrency,
+	}
 	switch {
 	case opts.NoFastPaths:
 		l.forks.Off = "turned off"
@@ -189,8 +208,11 @@ func New(opts Options) (*Local, error) {
 // for refuses to start the sandbox without NoSeccomp.
 func newFilter(o Options, contained bool) (*seccomp.Filter, error) {
 	if o.NoSeccomp {
-		fmt.Fprintln(o.Warn, "verl-score sandbox: WARNING: --seccomp=off: programs run without a system-call filter and can reach "+
-			"every call of the host's kernel (they still start with no capability and no_new_privs); for debugging only")
+		fmt.Fprintln(
+			o.Warn,
+			"verl-score sandbox: WARNING: --seccomp=off: programs run without a system-call filter and can reach "+
+				"every call of the host's kernel (they still start with no capability and no_new_privs); for debugging only",
+		)
 		return nil, nil
 	}
 	if !contained {
@@ -198,7 +220,10 @@ func newFilter(o Options, contained bool) (*seccomp.Filter, error) {
 	}
 	f, err := seccomp.Host()
 	if err != nil {
-		return nil, fmt.Errorf("the sandbox's seccomp filter: %w; --seccomp=off starts programs without one (for debugging only)", err)
+		return nil, fmt.Errorf(
+			"the sandbox's seccomp filter: %w; --seccomp=off starts programs without one (for debugging only)",
+			err,
+		)
 	}
 	return f, nil
 }
@@ -216,8 +241,11 @@ func newCgroups(o Options, iso *jail.Isolation) (cg *cgroup.Manager, note string
 	}
 	cg, err := cgroup.New(o.Concurrency)
 	if err != nil {
-		iso.Notes = append(iso.Notes, "running without a cgroup per run ("+err.Error()+"): runs share the CPU without a weight of their own, "+
-			"and only per-process limits bound memory and processes")
+		iso.Notes = append(
+			iso.Notes,
+			"running without a cgroup per run ("+err.Error()+"): runs share the CPU without a weight of their own, "+
+				"and only per-process limits bound memory and processes",
+		)
 		return nil, err.Error()
 	}
 	return cg, ""
@@ -240,8 +268,16 @@ func newView(j *jail.Runner, root string, tools map[string]string, env []string)
 	defer cancel()
 	// The probe sees its own PID namespace's init and none of the host's
 	// paths, this sandbox's directory included.
-	st := jail.Spec{Argv: []string{jail.WrapperShell, "-c", "test -r /proc/1/stat && test -d " + jail.RunDir + " && test ! -e " + root},
-		Dir: jail.RunDir, Env: env, Timeout: 30 * time.Second}
+	st := jail.Spec{
+		Argv: []string{
+			jail.WrapperShell,
+			"-c",
+			"test -r /proc/1/stat && test -d " + jail.RunDir + " && test ! -e " + root,
+		},
+		Dir:     jail.RunDir,
+		Env:     env,
+		Timeout: 30 * time.Second,
+	}
 	res, err := j.Run(ctx, st)
 	if err != nil {
 		return nil, err
@@ -254,8 +290,16 @@ func newView(j *jail.Runner, root string, tools map[string]string, env []string)
 
 // Stats returns the counters so far.
 func (l *Local) Stats() Stats {
-	return Stats{Runs: l.runs.Load(), Compiles: l.compiles.Load(), CompileCacheHits: l.compileHits.Load(), ForkedRuns: l.forks.Forked.Load(), ForkedFaults: l.j.StartCosts.Sum().Faults, PreludeRuns: l.forks.PreludeRuns.Load(),
-		StarveGrants: l.j.StarveGrants.Load(), StarvedReruns: l.starvedReruns.Load()}
+	return Stats{
+		Runs:             l.runs.Load(),
+		Compiles:         l.compiles.Load(),
+		CompileCacheHits: l.compileHits.Load(),
+		ForkedRuns:       l.forks.Forked.Load(),
+		ForkedFaults:     l.j.StartCosts.Sum().Faults,
+		PreludeRuns:      l.forks.PreludeRuns.Load(),
+		StarveGrants:     l.j.StarveGrants.Load(),
+		StarvedReruns:    l.starvedReruns.Load(),
+	}
 }
 
 // ForkCosts is what the fork server's runs have cost so far, as the
@@ -324,7 +368,8 @@ func (l *Local) Run(ctx context.Context, req *sandboxclient.Request) (*sandboxcl
 }
 
 func starvedStep(resp *sandboxclient.Response) bool {
-	return resp != nil && ((resp.CompileResult != nil && resp.CompileResult.Starved) || (resp.RunResult != nil && resp.RunResult.Starved))
+	return resp != nil &&
+		((resp.CompileResult != nil && resp.CompileResult.Starved) || (resp.RunResult != nil && resp.RunResult.Starved))
 }
 
 // run answers one request.
@@ -344,14 +389,20 @@ func (l *Local) run(ctx context.Context, req *sandboxclient.Request) (*sandboxcl
 		}
 		if needs == "" {
 			// SandboxFusion lists it but has no runner either: the same answer.
-			return sandboxError(fmt.Sprintf("exception on running code: SandboxFusion has no runner for %q, nor has this sandbox", req.Language)), nil
+			return sandboxError(
+				fmt.Sprintf("exception on running code: SandboxFusion has no runner for %q, nor has this sandbox", req.Language),
+			), nil
 		}
-		return sandboxError(fmt.Sprintf("exception on running code: the local sandbox has no runner for %q (it would need %s)",
-			req.Language, needs)), nil
+		return sandboxError(
+			fmt.Sprintf("exception on running code: the local sandbox has no runner for %q (it would need %s)",
+				req.Language, needs),
+		), nil
 	}
 	for _, prog := range spec.Programs() {
 		if l.tools[prog] == "" {
-			return sandboxError(fmt.Sprintf("exception on running code: %s not found on this machine (needed for %s)", prog, req.Language)), nil
+			return sandboxError(
+				fmt.Sprintf("exception on running code: %s not found on this machine (needed for %s)", prog, req.Language),
+			), nil
 		}
 	}
 	if spec.Refuse != nil {
@@ -442,7 +493,12 @@ func sandboxError(msg string) *sandboxclient.Response {
 
 // compile builds req.Code once per (language, code, files); concurrent
 // and later requests for the same source share the result.
-func (l *Local) compile(ctx context.Context, spec *lang.Language, req *sandboxclient.Request, files map[string][]byte) (*build, error) {
+func (l *Local) compile(
+	ctx context.Context,
+	spec *lang.Language,
+	req *sandboxclient.Request,
+	files map[string][]byte,
+) (*build, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%d\x00%s\x00", req.Language, len(req.Code), req.Code)
 	names := make([]string, 0, len(files))
@@ -488,7 +544,13 @@ func (l *Local) compile(ctx context.Context, spec *lang.Language, req *sandboxcl
 	return v.(*build), nil
 }
 
-func (l *Local) doCompile(ctx context.Context, spec *lang.Language, req *sandboxclient.Request, files map[string][]byte, key string) (*build, error) {
+func (l *Local) doCompile(
+	ctx context.Context,
+	spec *lang.Language,
+	req *sandboxclient.Request,
+	files map[string][]byte,
+	key string,
+) (*build, error) {
 	dir := filepath.Join(l.root, "builds", key[:32])
 	os.RemoveAll(dir)
 	if err := os.Mkdir(dir, 0o755); err != nil {
@@ -527,7 +589,10 @@ func (l *Local) doCompile(ctx context.Context, spec *lang.Language, req *sandbox
 	} else {
 		st.Dir = dir
 	}
-	st.Argv = spec.Compile(l.host, lang.Args{Dir: st.Dir, MemMB: req.MemoryLimitMB, Code: req.Code, Files: slices.Sorted(maps.Keys(files))})
+	st.Argv = spec.Compile(
+		l.host,
+		lang.Args{Dir: st.Dir, MemMB: req.MemoryLimitMB, Code: req.Code, Files: slices.Sorted(maps.Keys(files))},
+	)
 	if spec.CompileCache == lang.PrecompiledHeader {
 		if inc := l.caches.WaitPCH(ctx); inc != "" {
 			if l.j.Iso.Contained {
@@ -543,7 +608,9 @@ func (l *Local) doCompile(ctx context.Context, spec *lang.Language, req *sandbox
 				st.View.Binds = append(st.View.Binds, jail.Bind{Source: dir, Target: toolchain.JavacArchiveViewDir})
 				dir = toolchain.JavacArchiveViewDir
 			}
-			st.Argv = append([]string{st.Argv[0], "-J-XX:SharedArchiveFile=" + filepath.Join(dir, toolchain.JavacArchiveName)}, st.Argv[1:]...)
+			st.Argv = append(
+				[]string{st.Argv[0], "-J-XX:SharedArchiveFile=" + filepath.Join(dir, toolchain.JavacArchiveName)},
+				st.Argv[1:]...)
 		}
 	}
 	st.Env = stepEnv(l.pathEnv, l.host, st.Dir, spec.Env)
@@ -552,7 +619,10 @@ func (l *Local) doCompile(ctx context.Context, spec *lang.Language, req *sandbox
 		st.ExtraFiles = []*os.File{l.rustSysroot}
 	}
 	if st.AsRoot && l.rootOnly[spec.Programs()[0]] {
-		l.warn("root-"+spec.Programs()[0], fmt.Sprintf("%s is not reachable by an unprivileged user; its compiles run as root", l.tools[spec.Programs()[0]]))
+		l.warn(
+			"root-"+spec.Programs()[0],
+			fmt.Sprintf("%s is not reachable by an unprivileged user; its compiles run as root", l.tools[spec.Programs()[0]]),
+		)
 	}
 	l.compiles.Add(1)
 	res, err := l.j.Run(ctx, st)
@@ -651,7 +721,13 @@ func (l *Local) warmGoCache(ctx context.Context) error {
 }
 
 // execute runs the program of one request in a fresh directory.
-func (l *Local) execute(ctx context.Context, spec *lang.Language, req *sandboxclient.Request, files, abs map[string][]byte, binDir string) (*sandboxclient.StepResult, map[string]string, error) {
+func (l *Local) execute(
+	ctx context.Context,
+	spec *lang.Language,
+	req *sandboxclient.Request,
+	files, abs map[string][]byte,
+	binDir string,
+) (*sandboxclient.StepResult, map[string]string, error) {
 	var stdin []byte
 	if req.Stdin != nil {
 		stdin = []byte(*req.Stdin)
@@ -683,7 +759,16 @@ func (l *Local) execute(ctx context.Context, spec *lang.Language, req *sandboxcl
 			viewBin = jail.BuildDir
 			st.View.Binds = []jail.Bind{{Source: binDir, Target: jail.BuildDir}}
 		}
-		st.Argv = spec.Run(l.host, lang.Args{Dir: st.Dir, BinDir: viewBin, MemMB: req.MemoryLimitMB, Code: req.Code, Files: slices.Sorted(maps.Keys(files))})
+		st.Argv = spec.Run(
+			l.host,
+			lang.Args{
+				Dir:    st.Dir,
+				BinDir: viewBin,
+				MemMB:  req.MemoryLimitMB,
+				Code:   req.Code,
+				Files:  slices.Sorted(maps.Keys(files)),
+			},
+		)
 		st.Forkable = spec.Forkable && !st.AsRoot && len(st.View.Fetch) == 0 && len(abs) == 0 &&
 			!parentAware.MatchString(req.Code)
 	} else {
@@ -708,12 +793,16 @@ func (l *Local) execute(ctx context.Context, spec *lang.Language, req *sandboxcl
 			}
 		}
 		st.Dir, st.Owned, st.OwnTree, st.Fetch = dir, dir, len(files) > 0, req.FetchFiles
-		st.Argv = spec.Run(l.host, lang.Args{Dir: dir, BinDir: binDir, MemMB: req.MemoryLimitMB, Code: req.Code, Files: slices.Sorted(maps.Keys(files))})
+		st.Argv = spec.Run(l.host, lang.Args{Dir: dir, BinDir: binDir, MemMB: req.MemoryLimitMB, Code: req.Code,
+			Files: slices.Sorted(maps.Keys(files))})
 	}
 	st.Env = stepEnv(l.pathEnv, l.host, st.Dir, spec.Env)
 	st.MergeStderr = spec.MergeStderr
 	if st.AsRoot {
-		l.warn("root-"+spec.RunProgram, fmt.Sprintf("%s is not reachable by an unprivileged user; its runs run as root", l.tools[spec.RunProgram]))
+		l.warn(
+			"root-"+spec.RunProgram,
+			fmt.Sprintf("%s is not reachable by an unprivileged user; its runs run as root", l.tools[spec.RunProgram]),
+		)
 	}
 	res, err := l.j.Run(ctx, st)
 	if err != nil {
@@ -766,7 +855,10 @@ func (l *Local) absoluteFiles(files map[string][]byte, fetch []string) (map[stri
 	var abs map[string][]byte
 	check := func(p string) error {
 		if !l.j.Iso.Contained {
-			return fmt.Errorf("file %q: an absolute path needs the sandbox's own filesystem view, which this host does not allow", p)
+			return fmt.Errorf(
+				"file %q: an absolute path needs the sandbox's own filesystem view, which this host does not allow",
+				p,
+			)
 		}
 		if why := l.j.View.AbsoluteAllowed(p); why != "" {
 			return fmt.Errorf("file %q %s", p, why)

@@ -12,7 +12,10 @@ import (
 )
 
 // ErrNeedsLinux is New's error where the embedded sandbox cannot run.
-var ErrNeedsLinux = errors.New("the embedded sandbox needs Linux (namespaces, per-run users, cgroups); use --sandbox-url or SANDBOX_FUSION_URL to run the code on a SandboxFusion server")
+var ErrNeedsLinux = errors.New(
+	"the embedded sandbox needs Linux (namespaces, per-run users, cgroups); use --sandbox-url or SANDBOX_FUSION_URL to " +
+		"run the code on a SandboxFusion server",
+)
 
 // Local is the embedded sandbox; on this system New never returns one.
 type Local struct{}

@@ -27,7 +27,10 @@ func (l *Local) Prepare(ctx context.Context) []Protection {
 	timed := func(name string, do func() (bool, string)) {
 		start := time.Now()
 		ok, detail := do()
-		out = append(out, Protection{Name: name, Available: ok, Detail: fmt.Sprintf("%s (%.1f s)", detail, time.Since(start).Seconds())})
+		out = append(
+			out,
+			Protection{Name: name, Available: ok, Detail: fmt.Sprintf("%s (%.1f s)", detail, time.Since(start).Seconds())},
+		)
 	}
 	if l.tools["g++"] != "" {
 		timed("cpp: precompiled header", func() (bool, string) {
@@ -64,7 +67,8 @@ func (l *Local) Prepare(ctx context.Context) []Protection {
 func nodeRuntimeState(dir string) Protection {
 	p := Protection{Name: "nodejs, typescript, jest: Node.js runtime"}
 	if dir == "" {
-		p.Detail = "not installed: run sandbox/noderuntime/install.sh (jest cannot run; lodash and the like cannot be required)"
+		p.Detail = "not installed: run sandbox/noderuntime/install.sh (jest cannot run; lodash and the like cannot be " +
+			"required)"
 		return p
 	}
 	p.Available, p.Detail = true, "in "+dir

@@ -102,8 +102,16 @@ func newAdaptive(o AdaptiveOptions) *adaptive {
 		o.Start = 8
 	}
 	start := float64(min(max(o.Start, o.Min), o.Max))
-	a := &adaptive{limit: start, opening: min(start, adaptOpening), min: float64(o.Min), max: float64(o.Max), wake: make(chan struct{}), slowStart: true,
-		base: -1, next: -1}
+	a := &adaptive{
+		limit:     start,
+		opening:   min(start, adaptOpening),
+		min:       float64(o.Min),
+		max:       float64(o.Max),
+		wake:      make(chan struct{}),
+		slowStart: true,
+		base:      -1,
+		next:      -1,
+	}
 	a.lowest, a.highest = float64(a.current()), float64(a.current())
 	a.winSize = a.current()
 	return a
@@ -249,7 +257,13 @@ func (a *adaptive) stats() AdaptiveStats {
 	if a.answers > 0 {
 		mean = a.limitSum / float64(a.answers)
 	}
-	return AdaptiveStats{Limit: a.current(), Mean: mean, Lowest: max(int(a.lowest), 1), Highest: max(int(a.highest), 1), Overloads: a.overloads}
+	return AdaptiveStats{
+		Limit:     a.current(),
+		Mean:      mean,
+		Lowest:    max(int(a.lowest), 1),
+		Highest:   max(int(a.highest), 1),
+		Overloads: a.overloads,
+	}
 }
 
 // serverTime is what an answer says its steps took.

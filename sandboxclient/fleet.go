@@ -289,7 +289,12 @@ func (f *Fleet) Run(ctx context.Context, req *Request) (*Response, error) {
 		delay, ok := out.next(&f.retry, f.eps[0].client, round, last.StatusCode, 0)
 		if !ok {
 			return nil, &APIError{Attempts: attempts, StatusCode: last.StatusCode,
-				Err: fmt.Errorf("every sandbox endpoint failed (%d of them) %s, the last with: %w", len(f.eps), out.gaveUp(&f.retry, round), last.Err)}
+				Err: fmt.Errorf(
+					"every sandbox endpoint failed (%d of them) %s, the last with: %w",
+					len(f.eps),
+					out.gaveUp(&f.retry, round),
+					last.Err,
+				)}
 		}
 		if err := f.sleep(ctx, delay); err != nil {
 			return nil, &APIError{Attempts: attempts, Err: fmt.Errorf("retry cancelled: %w", err)}

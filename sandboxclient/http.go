@@ -377,17 +377,28 @@ func (c *HTTPClient) Run(ctx context.Context, req *Request) (*Response, error) {
 		case status == http.StatusGatewayTimeout:
 			gateway++
 			if gateway >= gatewayAttempts {
-				return nil, &APIError{Attempts: attempts, StatusCode: status, Err: fmt.Errorf("%w (attempt %d of %d)", err, gateway, gatewayAttempts)}
+				return nil, &APIError{
+					Attempts:   attempts,
+					StatusCode: status,
+					Err:        fmt.Errorf("%w (attempt %d of %d)", err, gateway, gatewayAttempts),
+				}
 			}
 			delay = time.Duration(gateway) * gatewayDelay
 		case status == 0 && !c.answered.Load() && c.unanswered.Add(1) >= neverAnsweredLimit:
-			return nil, &APIError{Attempts: attempts, Err: fmt.Errorf("%w (gave up: %s has not answered once, %d connection failures)",
-				err, RedactURL(c.url), c.unanswered.Load())}
+			return nil, &APIError{
+				Attempts: attempts,
+				Err: fmt.Errorf("%w (gave up: %s has not answered once, %d connection failures)",
+					err, RedactURL(c.url), c.unanswered.Load()),
+			}
 		case c.retry.Overload && isOverload(status, err):
 			overload++
 			d, ok := out.next(&c.retry, c, overload, status, retryAfter)
 			if !ok {
-				return nil, &APIError{Attempts: attempts, StatusCode: status, Err: fmt.Errorf("%w (gave up %s)", err, out.gaveUp(&c.retry, overload))}
+				return nil, &APIError{
+					Attempts:   attempts,
+					StatusCode: status,
+					Err:        fmt.Errorf("%w (gave up %s)", err, out.gaveUp(&c.retry, overload)),
+				}
 			}
 			delay = d
 		default:
@@ -455,7 +466,11 @@ func isOverload(status int, err error) bool {
 // attempt makes one request. It returns the decoded answer, or the HTTP
 // status (0 if none came), the Retry-After delay the server asked for, and
 // the error.
-func (c *HTTPClient) attempt(ctx context.Context, body *sharedBody, timeout time.Duration) (*Response, int, time.Duration, error) {
+func (c *HTTPClient) attempt(
+	ctx context.Context,
+	body *sharedBody,
+	timeout time.Duration,
+) (*Response, int, time.Duration, error) {
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, c.url, nil)

@@ -127,7 +127,13 @@ func (s *StepResult) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	*s = StepResult{Status: w.Status, ExecutionTime: w.ExecutionTime, ReturnCode: w.ReturnCode, Stdout: w.Stdout, Stderr: w.Stderr}
+	*s = StepResult{
+		Status:        w.Status,
+		ExecutionTime: w.ExecutionTime,
+		ReturnCode:    w.ReturnCode,
+		Stdout:        w.Stdout,
+		Stderr:        w.Stderr,
+	}
 	return nil
 }
 

@@ -19,7 +19,8 @@ const (
 	FlagFunctionRaised    = "function_raised"     // fn_name: the call raised, the driver printed nothing
 	FlagExitInFunction    = "exit_in_function"    // fn_name: the program ended before the driver printed
 	FlagReadsFile         = "reads_file"          // opened a file to read outside the interpreter's own
-	FlagCustomEq          = "custom_eq"           // assert mode: a compared value is equal to anything, or has its own __eq__
+	// assert mode: a compared value is equal to anything, or has its own __eq__
+	FlagCustomEq = "custom_eq"
 )
 
 // Audit is what the probes of one response found.

@@ -273,7 +273,12 @@ func Unusable(sent, failed int, first string) error {
 	if first != "" {
 		first = "; first error: " + first
 	}
-	return fmt.Errorf("%w: all %s sent failed at the infrastructure level, so every reward is 0%s", ErrSandboxUnusable, text.Count(sent, "response"), first)
+	return fmt.Errorf(
+		"%w: all %s sent failed at the infrastructure level, so every reward is 0%s",
+		ErrSandboxUnusable,
+		text.Count(sent, "response"),
+		first,
+	)
 }
 
 // Errors that end a solution before any case is run.

@@ -99,7 +99,8 @@ func (e *Engine) runReference(ctx context.Context, st *solState, i int, sl *slot
 	switch {
 	case err != nil:
 		why = err.Error()
-	case resp.Status == sandboxclient.StatusSuccess && resp.RunResult != nil && resp.RunResult.Status == sandboxclient.StepFinished:
+	case resp.Status == sandboxclient.StatusSuccess && resp.RunResult != nil &&
+		resp.RunResult.Status == sandboxclient.StepFinished:
 		out := resp.RunResult.Stdout
 		st.mu.Lock()
 		if st.refOut == nil {
@@ -108,7 +109,8 @@ func (e *Engine) runReference(ctx context.Context, st *solState, i int, sl *slot
 		st.refOut[i] = &out
 		st.mu.Unlock()
 		return nil
-	case resp.CompileResult != nil && resp.CompileResult.Stderr != "" && resp.CompileResult.Status != sandboxclient.StepFinished:
+	case resp.CompileResult != nil && resp.CompileResult.Stderr != "" &&
+		resp.CompileResult.Status != sandboxclient.StepFinished:
 		why = resp.Status + ": " + resp.CompileResult.Stderr
 	case resp.RunResult != nil:
 		why = fmt.Sprintf("%s (%s): %s", resp.Status, resp.RunResult.Status, resp.RunResult.Stderr)
@@ -146,7 +148,13 @@ func (e *Engine) storable(cr verdict.Case) bool {
 // limit, sl; while waiting for another case's answer execute gives it
 // back (and takes it again if that execution failed and it must send its
 // own). A Fresh solution always sends.
-func (e *Engine) execute(ctx context.Context, st *solState, i int, req *sandboxclient.Request, sl *slot) (resp *sandboxclient.Response, src source, err error) {
+func (e *Engine) execute(
+	ctx context.Context,
+	st *solState,
+	i int,
+	req *sandboxclient.Request,
+	sl *slot,
+) (resp *sandboxclient.Response, src source, err error) {
 	if st.fresh || (e.shared == nil && e.opts.Cache == nil) {
 		resp, err := e.client.Run(ctx, req)
 		return resp, sent, err

@@ -62,7 +62,13 @@ func (e *Engine) rejudge(ctx context.Context, st *solState, i int, cr *verdict.C
 // runChecker runs the problem's checker on case c's output and sets cr's
 // verdict from its exit code (testcases.CheckerAccepted and the rest). It
 // returns the requests made.
-func (e *Engine) runChecker(ctx context.Context, ch *testcases.Checker, c *testcases.Case, expected string, cr *verdict.Case) int {
+func (e *Engine) runChecker(
+	ctx context.Context,
+	ch *testcases.Checker,
+	c *testcases.Case,
+	expected string,
+	cr *verdict.Case,
+) int {
 	if ch.Err != "" {
 		e.checkerFailed(cr, ch.Err)
 		return 0
@@ -100,7 +106,8 @@ func (e *Engine) runChecker(ctx context.Context, ch *testcases.Checker, c *testc
 		e.checkerFailed(cr, "checker request failed: "+err.Error())
 		return 1
 	}
-	if cr2 := resp.CompileResult; cr2 != nil && (cr2.Status != sandboxclient.StepFinished || cr2.ReturnCode == nil || *cr2.ReturnCode != 0) {
+	if cr2 := resp.CompileResult; cr2 != nil &&
+		(cr2.Status != sandboxclient.StepFinished || cr2.ReturnCode == nil || *cr2.ReturnCode != 0) {
 		res.Output = cut(cr2.Stderr, maxCheckerOutput)
 		e.checkerFailed(cr, "checker does not compile")
 		return 1

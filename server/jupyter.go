@@ -85,7 +85,11 @@ func (s *Server) runJupyter(w http.ResponseWriter, r *http.Request) (int, string
 	if s.draining.Load() {
 		s.loadHeaders(w)
 		w.Header().Set("Retry-After", "1")
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"detail": "shutting down: send this request to another server"})
+		writeJSON(
+			w,
+			http.StatusServiceUnavailable,
+			map[string]string{"detail": "shutting down: send this request to another server"},
+		)
 		return http.StatusServiceUnavailable, ""
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
@@ -152,10 +156,20 @@ func decodeJupyter(body []byte, req *JupyterRequest) []fieldError {
 	field("files", &req.Files, "files must map paths to base64 contents")
 	field("fetch_files", &req.FetchFiles, "fetch_files must be a list of paths")
 	if req.Kernel != "python3" {
-		problems = append(problems, fieldError{Loc: []any{"body", "kernel"}, Msg: "Input should be 'python3'", Type: "literal_error"})
+		problems = append(
+			problems,
+			fieldError{Loc: []any{"body", "kernel"}, Msg: "Input should be 'python3'", Type: "literal_error"},
+		)
 	}
 	if req.TotalTimeout <= 0 || req.CellTimeout < 0 {
-		problems = append(problems, fieldError{Loc: []any{"body", "total_timeout"}, Msg: "timeouts must not be negative, and total_timeout must be positive", Type: "value_error"})
+		problems = append(
+			problems,
+			fieldError{
+				Loc:  []any{"body", "total_timeout"},
+				Msg:  "timeouts must not be negative, and total_timeout must be positive",
+				Type: "value_error",
+			},
+		)
 	}
 	return problems
 }
@@ -194,7 +208,8 @@ func (s *Server) jupyter(r *http.Request, req *JupyterRequest) *JupyterResponse 
 		err = json.Unmarshal(b, &resp.Cells)
 	}
 	if err != nil {
-		resp.Status, resp.Message, resp.Cells = sandboxclient.StatusFailed, "the session's results could not be read: "+err.Error(), []CellResult{}
+		resp.Status, resp.Cells = sandboxclient.StatusFailed, []CellResult{}
+		resp.Message = "the session's results could not be read: " + err.Error()
 	}
 	return resp
 }

@@ -106,13 +106,17 @@ func (m *serverMetrics) writeTo(w io.Writer) error {
 		fmt.Fprintf(&b, "verl_score_run_code_requests_total{code=\"%d\"} %d\n", c, m.byCode[c])
 	}
 
-	b.WriteString("# HELP verl_score_run_code_responses_total Run responses by top-level status (Success, Failed, SandboxError).\n")
+	b.WriteString(
+		"# HELP verl_score_run_code_responses_total Run responses by top-level status (Success, Failed, SandboxError).\n",
+	)
 	b.WriteString("# TYPE verl_score_run_code_responses_total counter\n")
 	for _, s := range sortedKeys(m.byStatus) {
 		fmt.Fprintf(&b, "verl_score_run_code_responses_total{status=\"%s\"} %d\n", escapeLabel(s), m.byStatus[s])
 	}
 
-	b.WriteString("# HELP verl_score_run_duration_seconds Time the sandbox took to compile and run one request, by language.\n")
+	b.WriteString(
+		"# HELP verl_score_run_duration_seconds Time the sandbox took to compile and run one request, by language.\n",
+	)
 	b.WriteString("# TYPE verl_score_run_duration_seconds histogram\n")
 	for _, lang := range sortedKeys(m.durations) {
 		h := m.durations[lang]

@@ -209,7 +209,14 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", s.retryAfter())
 	}
 	w.WriteHeader(code)
-	fmt.Fprintf(w, `{"status":%q,"slots":%d,"running":%d,"waiting":%d}`+"\n", status, s.opts.Slots, len(s.slots), s.waiting.Load())
+	fmt.Fprintf(
+		w,
+		`{"status":%q,"slots":%d,"running":%d,"waiting":%d}`+"\n",
+		status,
+		s.opts.Slots,
+		len(s.slots),
+		s.waiting.Load(),
+	)
 }
 
 // loadHeaders tells a client the server's load (sandboxclient's
@@ -295,7 +302,11 @@ func (s *Server) runCode(w http.ResponseWriter, r *http.Request) (code int, stat
 	if s.draining.Load() {
 		s.loadHeaders(w)
 		w.Header().Set("Retry-After", "1")
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"detail": "shutting down: send this request to another server"})
+		writeJSON(
+			w,
+			http.StatusServiceUnavailable,
+			map[string]string{"detail": "shutting down: send this request to another server"},
+		)
 		return http.StatusServiceUnavailable, "", ""
 	}
 	if r.ContentLength > s.opts.MaxBodyBytes {
@@ -536,7 +547,8 @@ func decodeRunRequest(body []byte) (*sandboxclient.Request, []fieldError) {
 			case string:
 				req.Files[name] = c
 			default:
-				problems = append(problems, fieldError{Loc: []any{"body", "files", name}, Msg: "str type expected", Type: "type_error.str"})
+				problems = append(problems,
+					fieldError{Loc: []any{"body", "files", name}, Msg: "str type expected", Type: "type_error.str"})
 			}
 		}
 	}
@@ -549,7 +561,8 @@ func decodeRunRequest(body []byte) (*sandboxclient.Request, []fieldError) {
 			if sv, ok := item.(string); ok {
 				req.FetchFiles = append(req.FetchFiles, sv)
 			} else {
-				problems = append(problems, fieldError{Loc: []any{"body", "fetch_files", i}, Msg: "str type expected", Type: "type_error.str"})
+				problems = append(problems,
+					fieldError{Loc: []any{"body", "fetch_files", i}, Msg: "str type expected", Type: "type_error.str"})
 			}
 		}
 	}

@@ -41,7 +41,14 @@ type Result struct {
 // concurrency at once, and compares each new observation with the
 // recorded one. The results are in the trajectories' order. done, when
 // not nil, is called as each call is settled.
-func Replay(ctx context.Context, client sandboxclient.Client, trajs []Trajectory, o Options, concurrency int, done func()) ([]Result, error) {
+func Replay(
+	ctx context.Context,
+	client sandboxclient.Client,
+	trajs []Trajectory,
+	o Options,
+	concurrency int,
+	done func(),
+) ([]Result, error) {
 	var results []Result
 	type job struct {
 		at  int
@@ -111,7 +118,15 @@ func WriteText(w io.Writer, results []Result) error {
 		if r.Step != nil {
 			step = strconv.FormatInt(*r.Step, 10)
 		}
-		fmt.Fprintf(&b, "%s:%d step %s call %d: %s", r.File, r.Line, step, r.Call, strings.ReplaceAll(string(r.Outcome), "_", " "))
+		fmt.Fprintf(
+			&b,
+			"%s:%d step %s call %d: %s",
+			r.File,
+			r.Line,
+			step,
+			r.Call,
+			strings.ReplaceAll(string(r.Outcome), "_", " "),
+		)
 		switch r.Outcome {
 		case NotReplayable:
 			fmt.Fprintf(&b, " (%s)", r.Why)
@@ -119,13 +134,21 @@ func WriteText(w io.Writer, results []Result) error {
 			if r.DiffLine == 0 {
 				b.WriteString(" (only in trailing newlines)")
 			} else {
-				fmt.Fprintf(&b, " at line %d\n  recorded: %q\n  now:      %q", r.DiffLine, lineOf(r.Recorded, r.DiffLine), lineOf(r.Now, r.DiffLine))
+				fmt.Fprintf(&b, " at line %d\n  recorded: %q\n  now:      %q",
+					r.DiffLine, lineOf(r.Recorded, r.DiffLine), lineOf(r.Now, r.DiffLine))
 			}
 		}
 		b.WriteByte('\n')
 	}
 	n := Tally(results)
-	fmt.Fprintf(&b, "%d calls: %d identical, %d differ, %d not replayable\n", len(results), n[Identical], n[Differs], n[NotReplayable])
+	fmt.Fprintf(
+		&b,
+		"%d calls: %d identical, %d differ, %d not replayable\n",
+		len(results),
+		n[Identical],
+		n[Differs],
+		n[NotReplayable],
+	)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

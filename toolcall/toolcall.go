@@ -67,9 +67,13 @@ var (
 	// tool's answer comes from functions.NAME to the assistant. The
 	// analysis channel (the chain of thought) is left out, as verl does:
 	// what looks like a call there is not one.
-	harmonyCallRE = regexp.MustCompile(`(?s)(?:<\|start\|>assistant)?<\|channel\|>[^<]* to=functions\.([^<\s]+)\s*<\|constrain\|>json<\|message\|>(.*?)<\|call\|>`)
-	harmonyRespRE = regexp.MustCompile(`(?s)<\|start\|>functions\.[^<\s]+ to=assistant<\|channel\|>[^<]*<\|message\|>(.*?)<\|end\|>`)
-	analysisRE    = regexp.MustCompile(`(?s)(?:<\|start\|>assistant)?<\|channel\|>analysis<\|message\|>.*?<\|end\|>`)
+	harmonyCallRE = regexp.MustCompile(
+		`(?s)(?:<\|start\|>assistant)?<\|channel\|>[^<]* to=functions\.([^<\s]+)\s*<\|constrain\|>json<\|message\|>(.*?)<\|call\|>`,
+	)
+	harmonyRespRE = regexp.MustCompile(
+		`(?s)<\|start\|>functions\.[^<\s]+ to=assistant<\|channel\|>[^<]*<\|message\|>(.*?)<\|end\|>`,
+	)
+	analysisRE = regexp.MustCompile(`(?s)(?:<\|start\|>assistant)?<\|channel\|>analysis<\|message\|>.*?<\|end\|>`)
 )
 
 // Parse finds the tool calls of text, in the formats verl's tool parsers
@@ -199,7 +203,11 @@ func ReadDump(path string) ([]Trajectory, error) {
 				return nil, fmt.Errorf("%s line %d: not a JSON object: %v", path, line, jerr)
 			}
 			if row.Output == nil {
-				return nil, fmt.Errorf("%s line %d: no \"output\" field (a rollout dump line has input, output, score and step)", path, line)
+				return nil, fmt.Errorf(
+					"%s line %d: no \"output\" field (a rollout dump line has input, output, score and step)",
+					path,
+					line,
+				)
 			}
 			out = append(out, Trajectory{File: path, Line: line, Step: row.Step, Calls: Parse(*row.Output)})
 		}
@@ -256,7 +264,13 @@ func (o Options) Request(c Call) (*sandboxclient.Request, string) {
 	if c.Language != "" {
 		lang = c.Language
 	}
-	return &sandboxclient.Request{Code: c.Code, Language: lang, CompileTimeout: timeout, RunTimeout: timeout, MemoryLimitMB: o.MemoryMB}, ""
+	return &sandboxclient.Request{
+		Code:           c.Code,
+		Language:       lang,
+		CompileTimeout: timeout,
+		RunTimeout:     timeout,
+		MemoryLimitMB:  o.MemoryMB,
+	}, ""
 }
 
 // Observe is verl's observation of an answer: stdout then stderr when the

@@ -34,13 +34,15 @@ func (v Code) String() string {
 
 // Case statuses (docs/semantics.md §5 and 6).
 const (
-	StatusSuccess                = "success"
-	StatusWrongAnswer            = "wrong_answer"
-	StatusAPIError               = "api_error"
-	StatusSandboxError           = "sandbox_error"
-	StatusCompileError           = "compile_error"
-	StatusCompileTimeout         = "compile_timeout"
-	StatusStarved                = "starved" // a step waited for a CPU past its grace, twice: the machine's, not the program's
+	StatusSuccess        = "success"
+	StatusWrongAnswer    = "wrong_answer"
+	StatusAPIError       = "api_error"
+	StatusSandboxError   = "sandbox_error"
+	StatusCompileError   = "compile_error"
+	StatusCompileTimeout = "compile_timeout"
+	// StatusStarved: a step waited for a CPU past its grace, twice: the
+	// machine's time, not the program's.
+	StatusStarved                = "starved"
 	StatusCompileErrorSkipped    = "compile_error_skipped"
 	StatusTimeout                = "timeout"
 	StatusRuntimeError           = "runtime_error"

@@ -63,7 +63,14 @@ func String() string {
 	if rev == "" {
 		rev = "unknown"
 	}
-	return fmt.Sprintf("verl-score %s (revision %s, %s %s/%s)", Number(), rev, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return fmt.Sprintf(
+		"verl-score %s (revision %s, %s %s/%s)",
+		Number(),
+		rev,
+		runtime.Version(),
+		runtime.GOOS,
+		runtime.GOARCH,
+	)
 }
 
 func short(rev string) string {

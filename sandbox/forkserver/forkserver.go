@@ -264,7 +264,9 @@ func (p *Pool) startServer(lim jail.Limits, prelude bool, slot int) (*forkServer
 	}
 	var sc nsinit.Script
 	sc.Op(nsinit.OpServe, "5")
-	script := append(p.Jail.View.Script(&s, -1, p.Jail.Wrap(s.Argv, jail.Limits{StackMB: lim.StackMB}, nil), 0), sc.Bytes()...)
+	script := append(
+		p.Jail.View.Script(&s, -1, p.Jail.Wrap(s.Argv, jail.Limits{StackMB: lim.StackMB}, nil), 0),
+		sc.Bytes()...)
 
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -317,7 +319,12 @@ func (p *Pool) startServer(lim jail.Limits, prelude bool, slot int) (*forkServer
 // start sends one step to the server: its script, its stdio, the pipe its
 // init reports on, the pipe whose closing kills it, and the files through
 // which the program joins its run's cgroup (join).
-func (fs *forkServer) start(s *jail.Spec, script []byte, stdin, stdout, stderr *os.File, join ...*os.File) (*jail.Proc, error) {
+func (fs *forkServer) start(
+	s *jail.Spec,
+	script []byte,
+	stdin, stdout, stderr *os.File,
+	join ...*os.File,
+) (*jail.Proc, error) {
 	if fs.dead.Load() {
 		return nil, jail.ErrNotStarted
 	}
@@ -355,7 +362,12 @@ func (fs *forkServer) start(s *jail.Spec, script []byte, stdin, stdout, stderr *
 		fs.inFlight.Add(-1)
 	}()
 	var once sync.Once
-	return &jail.Proc{Done: rep.Ended(), Report: rep, ViaStarter: true, Kill: func() { once.Do(func() { killW.Close() }) }}, nil
+	return &jail.Proc{
+		Done:       rep.Ended(),
+		Report:     rep,
+		ViaStarter: true,
+		Kill:       func() { once.Do(func() { killW.Close() }) },
+	}, nil
 }
 
 // script is the script of a step the fork server runs: the step's own

@@ -33,7 +33,13 @@ type InitReport struct {
 }
 
 func NewInitReport(r *os.File, pending ...*os.File) *InitReport {
-	return &InitReport{r: r, startedC: make(chan struct{}), data: make(chan []byte, 1), eof: make(chan struct{}), pending: pending}
+	return &InitReport{
+		r:        r,
+		startedC: make(chan struct{}),
+		data:     make(chan []byte, 1),
+		eof:      make(chan struct{}),
+		pending:  pending,
+	}
 }
 
 type initResult struct {
@@ -47,7 +53,11 @@ type initResult struct {
 // InitCommand is the command that starts a contained step: this executable
 // as the step's init, reading its script on fd 3 and reporting on fd 4;
 // extra files are its fds 5, 6, ...
-func (r *Runner) InitCommand(script []byte, attr *syscall.SysProcAttr, extra ...*os.File) (*exec.Cmd, *InitReport, error) {
+func (r *Runner) InitCommand(
+	script []byte,
+	attr *syscall.SysProcAttr,
+	extra ...*os.File,
+) (*exec.Cmd, *InitReport, error) {
 	pipes, err := OpenPipes(2)
 	if err != nil {
 		return nil, nil, err

@@ -128,7 +128,8 @@ func Probe(none, basic bool) Isolation {
 		if exe, err := os.Executable(); err == nil {
 			iso.Contained, iso.SelfExe = true, exe
 		} else {
-			iso.Notes = append(iso.Notes, "running without a filesystem view of its own per run: cannot find this executable: "+err.Error())
+			iso.Notes = append(iso.Notes, "running without a filesystem view of its own per run: cannot find this executable: "+
+				""+err.Error())
 		}
 	}
 	if iso.NprocFlag == "" && iso.PerRunUser {
@@ -276,7 +277,15 @@ type Runner struct {
 
 // NewRunner is a Runner that runs at most concurrency steps at once.
 func NewRunner(iso Isolation, concurrency, maxOutput int, tempDir string, warn func(key, msg string)) *Runner {
-	return &Runner{Iso: iso, MaxOutput: maxOutput, TempDir: tempDir, Warn: warn, Now: time.Now, CPUs: runtime.GOMAXPROCS(0), sem: make(chan struct{}, concurrency)}
+	return &Runner{
+		Iso:       iso,
+		MaxOutput: maxOutput,
+		TempDir:   tempDir,
+		Warn:      warn,
+		Now:       time.Now,
+		CPUs:      runtime.GOMAXPROCS(0),
+		sem:       make(chan struct{}, concurrency),
+	}
 }
 
 // Starter starts a step's first process another way than by exec (the
@@ -619,7 +628,8 @@ func (r *Runner) wait(ctx context.Context, s *Spec, p *Proc, grp *cgroup.Run, ui
 				}
 				end.waited = c.busiestWait
 				extra, st := starvation(s.Timeout, elapsed, granted, r.CPUs, c)
-				if live := programs(procs); extra == 0 && !st && !ending && over(live, readStepCPU(live), r.groupCPU(grp), s.Timeout) {
+				if live := programs(procs); extra == 0 && !st && !ending &&
+					over(live, readStepCPU(live), r.groupCPU(grp), s.Timeout) {
 					// It ended while it was read (the exit of a process
 					// with many threads takes a while on a loaded machine).
 					ending = true
@@ -750,7 +760,12 @@ func (c *CappedBuffer) Drain(f *os.File) {
 func (c *CappedBuffer) String(string) string { return strings.ToValidUTF8(c.buf.String(), "\uFFFD") }
 
 func (c *CappedBuffer) note(stream string) string {
-	return fmt.Sprintf("\n[verl-score sandbox: %s cut: kept the first %d bytes, discarded %d more]\n", stream, c.buf.Len(), c.dropped)
+	return fmt.Sprintf(
+		"\n[verl-score sandbox: %s cut: kept the first %d bytes, discarded %d more]\n",
+		stream,
+		c.buf.Len(),
+		c.dropped,
+	)
 }
 
 // ChownTree gives a directory tree to uid:gid.

@@ -47,7 +47,20 @@ type View struct {
 // time-zone data, PHP's, R's, Racket's and LDC's configuration, and
 // Debian's matplotlibrc (matplotlib will not import without it; serve's
 // /run_jupyter plots). The host's users, hosts and the rest stay out.
-var etcEntries = []string{"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "ssl", "mime.types", "php", "R", "racket", "ldc2.conf", "matplotlibrc"}
+var etcEntries = []string{
+	"ld.so.cache",
+	"ld.so.conf",
+	"ld.so.conf.d",
+	"alternatives",
+	"localtime",
+	"ssl",
+	"mime.types",
+	"php",
+	"R",
+	"racket",
+	"ldc2.conf",
+	"matplotlibrc",
+}
 
 var devNodes = []string{"null", "zero", "full", "random", "urandom"}
 
@@ -127,7 +140,10 @@ func NewView(mount string, tools map[string]string) *View {
 	for _, d := range devNodes {
 		p := "/dev/" + d
 		if fi, err := os.Stat(p); err == nil && fi.Mode()&os.ModeDevice != 0 {
-			v.binds = append(v.binds, Bind{Source: p, Target: p, Flags: nsinit.BindFile | nsinit.BindDevice | nsinit.BindWritable})
+			v.binds = append(
+				v.binds,
+				Bind{Source: p, Target: p, Flags: nsinit.BindFile | nsinit.BindDevice | nsinit.BindWritable},
+			)
 		}
 	}
 	v.links = append(v.links, [2]string{"/proc/self/fd", "/dev/fd"}, [2]string{"/proc/self/fd/0", "/dev/stdin"},

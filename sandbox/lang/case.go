@@ -76,7 +76,14 @@ const (
 // sumCase is a case of the "add two numbers" program: stdin "2 3", wanted
 // stdout "5".
 func sumCase(lang, name, code string, want verdict.Code) Case {
-	return Case{Name: lang + "/" + name, Language: lang, Code: code, Stdin: optStr("2 3\n"), Expected: optStr("5\n"), Want: want}
+	return Case{
+		Name:     lang + "/" + name,
+		Language: lang,
+		Code:     code,
+		Stdin:    optStr("2 3\n"),
+		Expected: optStr("5\n"),
+		Want:     want,
+	}
 }
 
 // timeoutCase is sumCase with a run timeout of secs.

@@ -21,13 +21,25 @@ func init() {
 		},
 		Cases: func() []Case {
 			return []Case{
-				sumCase("cpp", "correct", "#include <iostream>\nint main(){long a,b;std::cin>>a>>b;std::cout<<a+b<<std::endl;}\n", wantT),
-				sumCase("cpp", "wrong", "#include <iostream>\nint main(){long a,b;std::cin>>a>>b;std::cout<<a*b<<std::endl;}\n", wantF),
+				sumCase(
+					"cpp",
+					"correct",
+					"#include <iostream>\nint main(){long a,b;std::cin>>a>>b;std::cout<<a+b<<std::endl;}\n",
+					wantT,
+				),
+				sumCase(
+					"cpp",
+					"wrong",
+					"#include <iostream>\nint main(){long a,b;std::cin>>a>>b;std::cout<<a*b<<std::endl;}\n",
+					wantF,
+				),
 				sumCase("cpp", "runtime", "#include <cassert>\nint main(){int x=0; assert(x==1); return 0;}\n", wantRE),
 				timeoutCase("cpp", "int main(){volatile unsigned long x=0; for(;;) x++;}\n", 1),
 				sumCase("cpp", "compile", "int main(){ return undefined_name; }\n", wantCE),
 			}
 		},
 	})
-	Register(&Language{Name: "cuda", Compiled: true, Fences: []string{"cuda", "cu"}, Needs: "nvcc", Note: "nvcc and a GPU"})
+	Register(
+		&Language{Name: "cuda", Compiled: true, Fences: []string{"cuda", "cu"}, Needs: "nvcc", Note: "nvcc and a GPU"},
+	)
 }

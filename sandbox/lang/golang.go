@@ -54,8 +54,18 @@ func init() {
 		},
 		Cases: func() []Case {
 			return []Case{
-				sumCase("go", "correct", "package main\nimport \"fmt\"\nfunc main(){var a,b int; fmt.Scan(&a,&b); fmt.Println(a+b)}\n", wantT),
-				sumCase("go", "wrong", "package main\nimport \"fmt\"\nfunc main(){var a,b int; fmt.Scan(&a,&b); fmt.Println(a*a+b)}\n", wantF),
+				sumCase(
+					"go",
+					"correct",
+					"package main\nimport \"fmt\"\nfunc main(){var a,b int; fmt.Scan(&a,&b); fmt.Println(a+b)}\n",
+					wantT,
+				),
+				sumCase(
+					"go",
+					"wrong",
+					"package main\nimport \"fmt\"\nfunc main(){var a,b int; fmt.Scan(&a,&b); fmt.Println(a*a+b)}\n",
+					wantF,
+				),
 				sumCase("go", "runtime", "package main\nfunc main(){ var m map[string]int; m[\"x\"] = 1 }\n", wantRE),
 				timeoutCase("go", "package main\nfunc main(){ x := 0; for { x++ } }\n", 1),
 				sumCase("go", "compile", "package main\nfunc main() { x := 1 }\n", wantCE),
@@ -82,19 +92,39 @@ func init() {
 		Cases: func() []Case {
 			empty := optStr("")
 			return []Case{
-				{Name: "go_test/pass", Language: "go_test", Code: goTestCode("if add(2, 3) != 5 { t.Fatal(\"wrong\") }"), Stdin: empty, Want: wantT},
-				{Name: "go_test/fail", Language: "go_test", Code: goTestCode("if add(2, 3) != 6 { t.Fatal(\"wrong\") }"), Stdin: empty, Want: wantRE},
+				{
+					Name:     "go_test/pass",
+					Language: "go_test",
+					Code:     goTestCode("if add(2, 3) != 5 { t.Fatal(\"wrong\") }"),
+					Stdin:    empty,
+					Want:     wantT,
+				},
+				{
+					Name:     "go_test/fail",
+					Language: "go_test",
+					Code:     goTestCode("if add(2, 3) != 6 { t.Fatal(\"wrong\") }"),
+					Stdin:    empty,
+					Want:     wantRE,
+				},
 				// go test builds and runs in one step upstream: a build
 				// failure is a failed run, not a compile error.
 				{Name: "go_test/build", Language: "go_test", Code: goTestCode("y := 1"), Stdin: empty, Want: wantRE},
-				{Name: "go_test/timeout", Language: "go_test", Code: goTestCode("for add(1, 1) == 2 {}"), Stdin: empty, RunTimeout: 1, Want: wantTO},
+				{
+					Name:       "go_test/timeout",
+					Language:   "go_test",
+					Code:       goTestCode("for add(1, 1) == 2 {}"),
+					Stdin:      empty,
+					RunTimeout: 1,
+					Want:       wantTO,
+				},
 			}
 		},
 	})
 }
 
 func goTestCode(body string) string {
-	return "package add_test\n\nimport \"testing\"\n\nfunc add(a, b int) int { return a + b }\n\nfunc TestAdd(t *testing.T) {\n\t" + body + "\n}\n"
+	return "package add_test\n\nimport \"testing\"\n\nfunc add(a, b int) int { return a + b }\n\n" +
+		"func TestAdd(t *testing.T) {\n\t" + body + "\n}\n"
 }
 
 // goTestOutput turns the run of a test binary (its stderr merged into its

@@ -38,7 +38,8 @@ func nodeCode(body string) string {
 }
 
 func jestCode(want string) string {
-	return "import { expect, test } from '@jest/globals';\n\nfunction add(a: number, b: number): number { return a + b; }\n\n" +
+	return "import { expect, test } from '@jest/globals';\n\nfunction add(a: number, b: number): number { return a + b; " +
+		"}\n\n" +
 		"test('adds', () => {\n    expect(add(1, 2)).toBe(" + want + ");\n});\n"
 }
 
@@ -120,7 +121,13 @@ func init() {
 			return []Case{
 				{Name: "jest/pass", Language: "jest", Code: jestCode("3"), RunTimeout: 30, Want: wantT},
 				{Name: "jest/fail", Language: "jest", Code: jestCode("4"), RunTimeout: 30, Want: wantRE},
-				{Name: "jest/timeout", Language: "jest", Code: jestCode("3); while (add(1, 2) === 3) {}; expect(0"), RunTimeout: 3, Want: wantTO},
+				{
+					Name:       "jest/timeout",
+					Language:   "jest",
+					Code:       jestCode("3); while (add(1, 2) === 3) {}; expect(0"),
+					RunTimeout: 3,
+					Want:       wantTO,
+				},
 				{Name: "jest/syntax", Language: "jest", Code: "test('x', () => { expect(1).toBe(1) ", RunTimeout: 30, Want: wantRE},
 			}
 		},

@@ -152,9 +152,27 @@ func init() {
 		},
 		Cases: func() []Case {
 			return []Case{
-				{Name: "junit/pass", Language: "junit", Code: junitCode("assertEquals(3, Adder.add(1, 2));"), RunTimeout: 20, Want: wantT},
-				{Name: "junit/fail", Language: "junit", Code: junitCode("assertEquals(4, Adder.add(1, 2));"), RunTimeout: 20, Want: wantRE},
-				{Name: "junit/timeout", Language: "junit", Code: junitCode("while (Adder.add(1, 2) == 3) {}"), RunTimeout: 3, Want: wantTO},
+				{
+					Name:       "junit/pass",
+					Language:   "junit",
+					Code:       junitCode("assertEquals(3, Adder.add(1, 2));"),
+					RunTimeout: 20,
+					Want:       wantT,
+				},
+				{
+					Name:       "junit/fail",
+					Language:   "junit",
+					Code:       junitCode("assertEquals(4, Adder.add(1, 2));"),
+					RunTimeout: 20,
+					Want:       wantRE,
+				},
+				{
+					Name:       "junit/timeout",
+					Language:   "junit",
+					Code:       junitCode("while (Adder.add(1, 2) == 3) {}"),
+					RunTimeout: 3,
+					Want:       wantTO,
+				},
 				{Name: "junit/compile", Language: "junit", Code: junitCode("assertEquals(3, undefinedName);"), Want: wantCE},
 			}
 		},

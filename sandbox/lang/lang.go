@@ -55,8 +55,10 @@ type Language struct {
 }
 
 // RubyStackCause explains Ruby's crashes at start under a memory limit.
-const RubyStackCause = "Ruby cannot start when its stack limit equals its memory limit, which is how SandboxFusion runs it under memory_limit_MB " +
-	"(so verl scores every Ruby program 0 there too); --ruby-stack-mb 8 lets Ruby run, with verdicts that then differ from verl's"
+const RubyStackCause = "Ruby cannot start when its stack limit equals its memory limit, which is how SandboxFusion " +
+	"runs it under memory_limit_MB " +
+	"(so verl scores every Ruby program 0 there too); --ruby-stack-mb 8 lets Ruby run, with verdicts that then differ " +
+	"from verl's"
 
 // Tool is one program a language needs.
 type Tool struct {

@@ -26,7 +26,13 @@ func init() {
 				sumCase("python", "runtime", "raise ValueError('boom')\n", wantRE),
 				timeoutCase("python", "while True:\n    pass\n", 1),
 				sumCase("python", "syntax", "def f(:\n", wantRE),
-				{Name: "python/null-stdin", Language: "python", Code: "import sys\nprint(repr(sys.stdin.read()))\n", Expected: optStr("''"), Want: wantT},
+				{
+					Name:     "python/null-stdin",
+					Language: "python",
+					Code:     "import sys\nprint(repr(sys.stdin.read()))\n",
+					Expected: optStr("''"),
+					Want:     wantT,
+				},
 			}
 		},
 	})
@@ -37,9 +43,25 @@ func init() {
 		Runner: interpreted("pytest", "test_solution.py"),
 		Cases: func() []Case {
 			return []Case{
-				{Name: "pytest/pass", Language: "pytest", Code: "def add(a, b):\n    return a + b\n\ndef test_add():\n    assert add(2, 3) == 5\n", Want: wantT},
-				{Name: "pytest/fail", Language: "pytest", Code: "def add(a, b):\n    return a - b\n\ndef test_add():\n    assert add(2, 3) == 5\n", Want: wantRE},
-				{Name: "pytest/timeout", Language: "pytest", Code: "def test_forever():\n    while True:\n        pass\n", RunTimeout: 2, Want: wantTO},
+				{
+					Name:     "pytest/pass",
+					Language: "pytest",
+					Code:     "def add(a, b):\n    return a + b\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+					Want:     wantT,
+				},
+				{
+					Name:     "pytest/fail",
+					Language: "pytest",
+					Code:     "def add(a, b):\n    return a - b\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+					Want:     wantRE,
+				},
+				{
+					Name:       "pytest/timeout",
+					Language:   "pytest",
+					Code:       "def test_forever():\n    while True:\n        pass\n",
+					RunTimeout: 2,
+					Want:       wantTO,
+				},
 			}
 		},
 	})

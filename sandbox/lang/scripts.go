@@ -135,7 +135,12 @@ func init() {
 				sumCase("racket", "correct", rkt+"(displayln (+ a b))\n", wantT),
 				sumCase("racket", "wrong", rkt+"(displayln (* a b))\n", wantF),
 				sumCase("racket", "runtime", "#lang racket\n(error \"boom\")\n", wantRE),
-				{Name: "racket/rackunit", Language: "racket", Code: "#lang racket\n(require rackunit)\n(check-equal? (string-length \"abc\") 4)\n", Want: wantT},
+				{
+					Name:     "racket/rackunit",
+					Language: "racket",
+					Code:     "#lang racket\n(require rackunit)\n(check-equal? (string-length \"abc\") 4)\n",
+					Want:     wantT,
+				},
 				timeoutCase("racket", "#lang racket\n(let loop () (loop))\n", 3),
 				sumCase("racket", "syntax", "#lang racket\n(define\n", wantRE),
 			}

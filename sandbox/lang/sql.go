@@ -57,7 +57,12 @@ func init() {
 			c := func(name, code, want string, v verdict.Code) Case {
 				return Case{Name: "sql/" + name, Language: "sql", Code: code, Stdin: setup, Expected: optStr(want), Want: v}
 			}
-			timeout := c("timeout", "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT count(*) FROM n;\n", "1\n", wantTO)
+			timeout := c(
+				"timeout",
+				"WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT count(*) FROM n;\n",
+				"1\n",
+				wantTO,
+			)
 			timeout.RunTimeout = 1
 			return []Case{
 				c("correct", "SELECT a + b FROM t ORDER BY a;\n", "5\n6\n", wantT),
@@ -75,7 +80,13 @@ func init() {
 				// would be without it.
 				{Name: "sql/attach", Language: "sql", Code: "ATTACH 'shop.db' AS s;\nSELECT 1;\n",
 					Files: map[string]string{"shop.db": sqliteDatabase}, Expected: optStr("1\n"), Want: wantRE},
-				{Name: "sql/readfile", Language: "sql", Code: "SELECT length(readfile('solution.sql')) > 0;\n", Expected: optStr("1\n"), Want: wantRE},
+				{
+					Name:     "sql/readfile",
+					Language: "sql",
+					Code:     "SELECT length(readfile('solution.sql')) > 0;\n",
+					Expected: optStr("1\n"),
+					Want:     wantRE,
+				},
 				{Name: "sql/shell", Language: "sql", Code: ".shell echo 1\n", Expected: optStr("1\n"), Want: wantRE},
 				{Name: "sql/open", Language: "sql", Code: ".open shop.db\nSELECT count(*) FROM items;\n",
 					Files: map[string]string{"shop.db": sqliteDatabase}, Expected: optStr("2\n"), Want: wantRE},

@@ -310,7 +310,12 @@ func loopbackUp() bool {
 	var ifreq [40]byte // struct ifreq: the name, then the flags as a short
 	copy(ifreq[:], "lo")
 	*(*uint16)(unsafe.Pointer(&ifreq[syscall.IFNAMSIZ])) = syscall.IFF_UP | syscall.IFF_RUNNING
-	_, _, errno := syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), syscall.SIOCSIFFLAGS, uintptr(unsafe.Pointer(&ifreq[0])))
+	_, _, errno := syscall.Syscall(
+		syscall.SYS_IOCTL,
+		uintptr(fd),
+		syscall.SIOCSIFFLAGS,
+		uintptr(unsafe.Pointer(&ifreq[0])),
+	)
 	return errno == 0
 }
 
@@ -331,8 +336,9 @@ func closeOnExecFrom(lo int) {
 }
 
 func describe(op Record) string {
-	name := map[byte]string{OpTmpfs: "mount tmpfs", OpRunSpace: "mount tmpfs", OpBind: "bind", OpMkdir: "mkdir", OpFile: "write",
-		OpSymlink: "symlink", OpProc: "mount proc", OpPivot: "pivot_root", OpJoin: "join the run's cgroup"}[op.Op]
+	name := map[byte]string{OpTmpfs: "mount tmpfs", OpRunSpace: "mount tmpfs", OpBind: "bind", OpMkdir: "mkdir",
+		OpFile: "write", OpSymlink: "symlink", OpProc: "mount proc", OpPivot: "pivot_root",
+		OpJoin: "join the run's cgroup"}[op.Op]
 	if len(op.Args) > 0 && op.Op != OpPivot {
 		arg := op.Args[0]
 		if op.Op == OpBind && len(op.Args) > 1 {
@@ -346,7 +352,8 @@ func describe(op Record) string {
 // mountFlagsKept are the flags of a mount that a read-only remount of a
 // bind of it must repeat (the kernel refuses to drop them where they are
 // locked, as in a user namespace).
-const mountFlagsKept = syscall.MS_NOSUID | syscall.MS_NODEV | syscall.MS_NOEXEC | syscall.MS_NOATIME | syscall.MS_NODIRATIME | syscall.MS_RELATIME
+const mountFlagsKept = syscall.MS_NOSUID | syscall.MS_NODEV | syscall.MS_NOEXEC |
+	syscall.MS_NOATIME | syscall.MS_NODIRATIME | syscall.MS_RELATIME
 
 func bind(src, dst string, flags int) error {
 	if flags&BindFile != 0 {

@@ -35,7 +35,8 @@ func lockDown(filter string) error {
 		}
 	}
 	// Before Linux 4.3 there is no ambient set, and nothing to clear.
-	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, prCapAmbient, prCapAmbientClear, 0, 0, 0, 0); e != 0 && e != syscall.EINVAL {
+	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, prCapAmbient, prCapAmbientClear, 0, 0, 0, 0); e != 0 &&
+		e != syscall.EINVAL {
 		return e
 	}
 	hdr := struct {
@@ -43,11 +44,15 @@ func lockDown(filter string) error {
 		pid     int32
 	}{linuxCapabilityV3, 0}
 	var data [2]struct{ effective, permitted, inheritable uint32 }
-	if _, _, e := syscall.RawSyscall(syscall.SYS_CAPGET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); e != 0 {
+	// The pointers become uintptr in the calls themselves (unsafe.Pointer's
+	// rule 4), so lines are broken inside them.
+	if _, _, e := syscall.RawSyscall(syscall.SYS_CAPGET,
+		uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); e != 0 {
 		return e
 	}
 	data[0].inheritable, data[1].inheritable = 0, 0
-	if _, _, e := syscall.RawSyscall(syscall.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); e != 0 {
+	if _, _, e := syscall.RawSyscall(syscall.SYS_CAPSET,
+		uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); e != 0 {
 		return e
 	}
 	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, prSetNoNewPrivs, 1, 0, 0, 0, 0); e != 0 {
@@ -64,7 +69,8 @@ func lockDown(filter string) error {
 		n      uint16
 		filter unsafe.Pointer
 	}{uint16(len(filter) / 8), unsafe.Pointer(unsafe.StringData(filter))}
-	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, prSetSeccomp, seccompModeFilter, uintptr(unsafe.Pointer(&prog)), 0, 0, 0); e != 0 {
+	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, prSetSeccomp, seccompModeFilter,
+		uintptr(unsafe.Pointer(&prog)), 0, 0, 0); e != 0 {
 		return e
 	}
 	return nil

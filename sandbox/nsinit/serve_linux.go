@@ -68,7 +68,15 @@ func newServer(ctl, proc int) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &server{ctl: ctl, mine: fds[0], theirs: fds[1], proc: proc, ownNet: own, reapers: newReaperExec(proc), devBuf: make([]byte, 0, 16<<10)}, nil
+	return &server{
+		ctl:     ctl,
+		mine:    fds[0],
+		theirs:  fds[1],
+		proc:    proc,
+		ownNet:  own,
+		reapers: newReaperExec(proc),
+		devBuf:  make([]byte, 0, 16<<10),
+	}, nil
 }
 
 // serve manages the runs of the server pid until it ends, and returns
@@ -89,13 +97,27 @@ func (s *server) serve(pid int) syscall.WaitStatus {
 	if err != nil {
 		return s.refuse(pid) // a kernel before 5.3
 	}
-	l := &serveLoop{s: s, ep: ep, who: map[int]watched{}, buf: make([]byte, 256), oob: make([]byte, syscall.CmsgSpace(12*4))}
+	l := &serveLoop{
+		s:   s,
+		ep:  ep,
+		who: map[int]watched{},
+		buf: make([]byte, 256),
+		oob: make([]byte, syscall.CmsgSpace(12*4)),
+	}
 	l.watch(s.ctl, onCtl, nil)
 	l.watch(serverFd, onServer, nil)
 	l.watch(s.mine, onReply, nil)
 	events := make([]syscall.EpollEvent, 32)
 	for {
-		n, _, e := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, uintptr(ep), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), ^uintptr(0), 0, 0)
+		n, _, e := syscall.RawSyscall6(
+			syscall.SYS_EPOLL_PWAIT,
+			uintptr(ep),
+			uintptr(unsafe.Pointer(&events[0])),
+			uintptr(len(events)),
+			^uintptr(0),
+			0,
+			0,
+		)
 		if e == syscall.EINTR {
 			continue
 		}

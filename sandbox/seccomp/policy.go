@@ -44,23 +44,37 @@ type Denial struct {
 	Why           string
 }
 
-// CloneNewFlags are clone's flags that make a new namespace.
-const CloneNewFlags = 0x00020000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000 | 0x02000000 | 0x00000080 // NS UTS IPC USER PID NET CGROUP TIME
+// CloneNewFlags are clone's flags that make a new namespace: NS, UTS,
+// IPC, USER, PID, NET, CGROUP and TIME.
+const CloneNewFlags = 0x00020000 | 0x04000000 | 0x08000000 | 0x10000000 |
+	0x20000000 | 0x40000000 | 0x02000000 | 0x00000080
 
 // Denials are the calls verl-score refuses on top of Docker's profile
 // (most of which the profile refuses too, for a process without
 // capabilities: listing them here keeps them refused if the profile ever
 // changes).
 var Denials = []Denial{
-	{Names: []string{"unshare", "setns"}, Errno: EPERM, Why: "no new namespaces: a user namespace hands its maker every capability inside it"},
+	{
+		Names: []string{"unshare", "setns"},
+		Errno: EPERM,
+		Why:   "no new namespaces: a user namespace hands its maker every capability inside it",
+	},
 	{Names: []string{"clone"}, Errno: EPERM, CloneNewFlags: true, Why: "no new namespaces through clone"},
-	{Names: []string{"clone3"}, Errno: ENOSYS, Why: "its flags sit behind a pointer the filter cannot read; ENOSYS makes libc fall back to clone"},
+	{
+		Names: []string{"clone3"},
+		Errno: ENOSYS,
+		Why:   "its flags sit behind a pointer the filter cannot read; ENOSYS makes libc fall back to clone",
+	},
 	{Names: []string{"mount", "umount", "umount2", "pivot_root", "chroot", "fsopen", "fsconfig", "fsmount", "fspick",
 		"move_mount", "open_tree", "open_tree_attr", "mount_setattr"}, Errno: EPERM, Why: "no mounts"},
 	{Names: []string{"io_uring_setup", "io_uring_enter", "io_uring_register"}, Errno: EPERM,
 		Why: "io_uring: refused by Docker, ChromeOS and Android for its record of kernel bugs"},
 	{Names: []string{"add_key", "keyctl", "request_key"}, Errno: EPERM, Why: "the kernel keyrings are not namespaced"},
-	{Names: []string{"bpf", "perf_event_open", "userfaultfd"}, Errno: EPERM, Why: "refused here whatever the host's sysctls allow"},
+	{
+		Names: []string{"bpf", "perf_event_open", "userfaultfd"},
+		Errno: EPERM,
+		Why:   "refused here whatever the host's sysctls allow",
+	},
 	{Names: []string{"init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load", "reboot"},
 		Errno: EPERM, Why: "no kernel modules, kexec or reboot"},
 }
@@ -412,7 +426,10 @@ func searchTree(ivs []interval) ([]bpf.Instruction, error) {
 		head = []bpf.Instruction{bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: k, SkipTrue: uint8(len(left))}}
 	} else {
 		// Too far for a conditional jump: an unconditional one over the left.
-		head = []bpf.Instruction{bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: k, SkipFalse: 1}, bpf.Jump{Skip: uint32(len(left))}}
+		head = []bpf.Instruction{
+			bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: k, SkipFalse: 1},
+			bpf.Jump{Skip: uint32(len(left))},
+		}
 	}
 	return append(append(head, left...), right...), nil
 }
@@ -614,7 +631,13 @@ func conditions(args []specs.LinuxSeccompArg) (bpfseccomp.ArgumentConditions, st
 			c.Operation = bpfseccomp.BitsNotSet
 			text = append(text, fmt.Sprintf("arg%d & %#x == 0", a.Index, a.Value))
 		default:
-			return nil, "", fmt.Errorf("arg%d %s %#x (%#x) is not a condition this filter builds", a.Index, a.Op, a.Value, a.ValueTwo)
+			return nil, "", fmt.Errorf(
+				"arg%d %s %#x (%#x) is not a condition this filter builds",
+				a.Index,
+				a.Op,
+				a.Value,
+				a.ValueTwo,
+			)
 		}
 		out = append(out, c)
 	}

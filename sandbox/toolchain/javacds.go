@@ -81,9 +81,16 @@ public class Main {
 // it is being built (in the background, on first use) or where it cannot
 // be.
 func (c *Caches) JavacArchive() string {
-	return c.cachedFile(&c.jsa, "javac", JavacArchiveName, "plain javac starts", "javac's classes from a class-data archive", func() (string, error) {
-		return buildJavacArchive(c.Tools["javac"], filepath.Join(filepath.Dir(c.GoCache), "jsa"))
-	})
+	return c.cachedFile(
+		&c.jsa,
+		"javac",
+		JavacArchiveName,
+		"plain javac starts",
+		"javac's classes from a class-data archive",
+		func() (string, error) {
+			return buildJavacArchive(c.Tools["javac"], filepath.Join(filepath.Dir(c.GoCache), "jsa"))
+		},
+	)
 }
 
 // JavacArchiveState says how javac starts here: from its archive, or why
@@ -116,7 +123,16 @@ func buildJavacArchive(javac, cache string) (string, error) {
 		return "", err
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%d\x00%s\x00%s", javac, real, fi.ModTime(), fi.Size(), version, strings.Join(lang.JavacJVMFlags, " "))
+	fmt.Fprintf(
+		h,
+		"%s\x00%s\x00%s\x00%d\x00%s\x00%s",
+		javac,
+		real,
+		fi.ModTime(),
+		fi.Size(),
+		version,
+		strings.Join(lang.JavacJVMFlags, " "),
+	)
 	h.Write([]byte(JavacArchiveSample))
 	return buildInCache(cache, hex.EncodeToString(h.Sum(nil))[:20], JavacArchiveName, func(tmp string) error {
 		src := filepath.Join(tmp, "src")
@@ -129,7 +145,14 @@ func buildJavacArchive(javac, cache string) (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		archive := filepath.Join(tmp, JavacArchiveName)
-		args := append(append([]string{"-J-XX:ArchiveClassesAtExit=" + archive}, lang.JavacJVMFlags...), "-encoding", "UTF-8", "-d", src, filepath.Join(src, "Main.java"))
+		args := append(
+			append([]string{"-J-XX:ArchiveClassesAtExit=" + archive}, lang.JavacJVMFlags...),
+			"-encoding",
+			"UTF-8",
+			"-d",
+			src,
+			filepath.Join(src, "Main.java"),
+		)
 		out, err := exec.CommandContext(ctx, javac, args...).CombinedOutput()
 		if err != nil {
 			return fmt.Errorf("dump javac's archive: %v: %s", err, strings.TrimSpace(string(out)))

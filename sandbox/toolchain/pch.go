@@ -30,9 +30,16 @@ const PCHViewDir = "/pch"
 // while it is being built (in the background, on first use) or where it
 // cannot be.
 func (c *Caches) PCH() string {
-	return c.cachedFile(&c.pch, "g++", filepath.Join("bits", "stdc++.h.gch"), "plain compiles", "precompiled bits/stdc++.h", func() (string, error) {
-		return buildPCH(c.Tools["g++"], filepath.Join(filepath.Dir(c.GoCache), "pch"))
-	})
+	return c.cachedFile(
+		&c.pch,
+		"g++",
+		filepath.Join("bits", "stdc++.h.gch"),
+		"plain compiles",
+		"precompiled bits/stdc++.h",
+		func() (string, error) {
+			return buildPCH(c.Tools["g++"], filepath.Join(filepath.Dir(c.GoCache), "pch"))
+		},
+	)
 }
 
 // WaitPCH waits until the precompiled header is built or has failed and
@@ -81,20 +88,32 @@ func buildPCH(gxx, cache string) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00", gxx, version, strings.Join(lang.CppFlags, " "), header)
 	h.Write(text)
-	return buildInCache(cache, hex.EncodeToString(h.Sum(nil))[:20], filepath.Join("bits", "stdc++.h.gch"), func(tmp string) error {
-		bits := filepath.Join(tmp, "bits")
-		if err := os.Mkdir(bits, 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(bits, "stdc++.h"), text, 0o644); err != nil {
-			return err
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		args := append(append([]string{}, lang.CppFlags...), "-x", "c++-header", filepath.Join(bits, "stdc++.h"), "-o", filepath.Join(bits, "stdc++.h.gch"))
-		if out, err := exec.CommandContext(ctx, gxx, args...).CombinedOutput(); err != nil {
-			return fmt.Errorf("precompile %s: %v: %s", header, err, strings.TrimSpace(string(out)))
-		}
-		return os.Chmod(filepath.Join(bits, "stdc++.h.gch"), 0o644)
-	})
+	return buildInCache(
+		cache,
+		hex.EncodeToString(h.Sum(nil))[:20],
+		filepath.Join("bits", "stdc++.h.gch"),
+		func(tmp string) error {
+			bits := filepath.Join(tmp, "bits")
+			if err := os.Mkdir(bits, 0o755); err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(bits, "stdc++.h"), text, 0o644); err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			args := append(
+				append([]string{}, lang.CppFlags...),
+				"-x",
+				"c++-header",
+				filepath.Join(bits, "stdc++.h"),
+				"-o",
+				filepath.Join(bits, "stdc++.h.gch"),
+			)
+			if out, err := exec.CommandContext(ctx, gxx, args...).CombinedOutput(); err != nil {
+				return fmt.Errorf("precompile %s: %v: %s", header, err, strings.TrimSpace(string(out)))
+			}
+			return os.Chmod(filepath.Join(bits, "stdc++.h.gch"), 0o644)
+		},
+	)
 }
