@@ -498,27 +498,15 @@ func Settings() []Setting {
 			Key:      "max_queue_bytes",
 			Default:  FormatSize(server.DefaultMaxQueueBytes()),
 			Commands: Serve,
-			Set: parsed(func(c *Config, s string) (err error) {
-				c.Server.MaxQueueBytes, err = ParseSize(s)
-				if err != nil {
-					return fmt.Errorf("max_queue_bytes: %w", err)
-				}
-				return nil
-			}),
-			Usage: "request bodies that may wait for a free slot, in bytes or with a KiB/MiB/GiB suffix",
+			Set:      size(func(c *Config) *int64 { return &c.Server.MaxQueueBytes }),
+			Usage:    "request bodies that may wait for a free slot, in bytes or with a KiB/MiB/GiB suffix",
 		},
 		{
 			Key:      "max_body",
 			Default:  FormatSize(server.DefaultMaxBodyBytes),
 			Commands: Serve,
-			Set: parsed(func(c *Config, s string) (err error) {
-				c.Server.MaxBodyBytes, err = ParseSize(s)
-				if err != nil {
-					return fmt.Errorf("max_body: %w", err)
-				}
-				return nil
-			}),
-			Usage: "largest request body accepted (bytes, or with a KiB/MiB/GiB suffix); larger gets 413",
+			Set:      size(func(c *Config) *int64 { return &c.Server.MaxBodyBytes }),
+			Usage:    "largest request body accepted (bytes, or with a KiB/MiB/GiB suffix); larger gets 413",
 		},
 		{
 			Key:      "shutdown_timeout",
@@ -546,6 +534,14 @@ func Settings() []Setting {
 			return nil
 		}), Usage: "info, or debug for one line per request"},
 	}
+}
+
+// size stores a byte count (ParseSize) into the field that at gives.
+func size(at func(*Config) *int64) func(*Config, any) error {
+	return parsed(func(c *Config, s string) (err error) {
+		*at(c), err = ParseSize(s)
+		return err
+	})
 }
 
 // parsed3 stores an int through set, which checks it.

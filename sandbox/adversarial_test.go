@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/verl-score/verl-score/judge"
 	"github.com/verl-score/verl-score/sandbox/jail"
 	"github.com/verl-score/verl-score/sandboxclient"
@@ -396,6 +398,44 @@ func isZombie(pid string) bool {
 // attempts to read or trace that parent. On both ways a Python run starts
 // (.ci/run runs this test with VERL_SCORE_TEST_PLAIN_PYTHON=1 too), and for
 // a compiled program.
+// TestHostileSignalsItsParentAtOnce: a program that signals its parent
+// before anything else (C++ starts fast enough to do it before the init
+// has gone back to waiting) still finds an init that nothing ends: every
+// one of many runs goes on and succeeds. The init once dropped its
+// handlers only after the start, and a SIGTERM in that window ended it
+// (the Go runtime exits 2), leaving the step without a report.
+func TestHostileSignalsItsParentAtOnce(t *testing.T) {
+	l := sharedSandbox(t)
+	if !l.j.Iso.Contained {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("no filesystem view on a CI machine")
+		}
+		t.Skip("SKIPPED: without the filesystem view a run's parent is this process")
+	}
+	needTools(t, l, "cpp")
+	const code = "#include <csignal>\n#include <cstdio>\n#include <unistd.h>\n" +
+		"int main(){ pid_t p = getppid(); kill(p, SIGTERM); kill(p, SIGINT); kill(p, SIGHUP); kill(p, SIGUSR1);\n" +
+		"  kill(p, SIGPIPE); puts(\"alive\"); }\n"
+	var g errgroup.Group
+	g.SetLimit(4)
+	for i := range 60 {
+		g.Go(func() error {
+			resp, err := l.Run(context.Background(), &sandboxclient.Request{Language: "cpp", Code: code,
+				RunTimeout: 10, CompileTimeout: 60, MemoryLimitMB: 1024})
+			if err != nil {
+				return fmt.Errorf("run %d: %w", i, err)
+			}
+			if resp.RunResult == nil || resp.RunResult.Stdout != "alive\n" {
+				return fmt.Errorf("run %d: %s", i, respText(resp, nil))
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestHostileKillsItsParent(t *testing.T) {
 	l := sharedSandbox(t)
 	if !l.j.Iso.Contained {

@@ -14,12 +14,14 @@ import (
 )
 
 // The sandbox is in parts (issue #25): the root package holds at most
-// 1,500 non-test lines, Local has at most 15 methods, and no part imports
-// the root.
+// 1,300 statements, declarations and keyed fields in its non-test code
+// (counted in the syntax tree, so that breaking long lines counts for
+// nothing; 1,500 lines was the bound when lines ran to any length),
+// Local has at most 15 methods, and no part imports the root.
 func TestSandboxIsInParts(t *testing.T) {
 	const root = "github.com/verl-score/verl-score/sandbox"
 	fset := token.NewFileSet()
-	lines, methods := 0, 0
+	nodes, methods := 0, 0
 	files, _ := filepath.Glob("*.go")
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {
@@ -29,13 +31,19 @@ func TestSandboxIsInParts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		lines += strings.Count(string(data), "\n")
-		if f == "other.go" { // the stand-in where there is no Linux
-			continue
-		}
 		af, err := parser.ParseFile(fset, f, data, 0)
 		if err != nil {
 			t.Fatal(err)
+		}
+		ast.Inspect(af, func(x ast.Node) bool {
+			switch x.(type) {
+			case ast.Stmt, ast.Spec, *ast.FuncDecl, *ast.KeyValueExpr:
+				nodes++
+			}
+			return true
+		})
+		if f == "other.go" { // the stand-in where there is no Linux
+			continue
 		}
 		for _, d := range af.Decls {
 			if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv != nil {
@@ -47,8 +55,8 @@ func TestSandboxIsInParts(t *testing.T) {
 			}
 		}
 	}
-	if lines > 1500 {
-		t.Errorf("the root package has %d non-test lines, want at most 1500", lines)
+	if nodes > 1300 {
+		t.Errorf("the root package has %d statements, declarations and keyed fields, want at most 1300", nodes)
 	}
 	if methods > 15 {
 		t.Errorf("*Local has %d methods, want at most 15", methods)

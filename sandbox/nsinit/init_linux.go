@@ -222,6 +222,19 @@ func (st *step) start() (pid int, srv *server, t0 int64, code int) {
 			return 0, nil, 0, fail(ReportError, "lock the program down", err)
 		}
 	}
+	// Nothing the program does may end this process, which supervises it:
+	// as the namespace's init it gets no signal from inside for which it
+	// has no handler, so its handlers go (the Go runtime's own included:
+	// this process only starts the program and waits from here on). They
+	// go before the start, not after it: a program that signals its parent
+	// at once (a C++ one can before this process runs again) would find
+	// the Go runtime's handler, and the runtime exits 2 on a SIGTERM,
+	// which left the step without a report. Its real user is the
+	// program's (set above), so that a program that kills its parent
+	// succeeds and goes on, as on SandboxFusion, where that parent is a
+	// shell of its own user; not being dumpable, it can still be neither
+	// traced nor read through /proc.
+	defaultSignals()
 	var started Script
 	started.Op(ReportStarted)
 	writeAll(ReportFd, started.Bytes())
@@ -240,15 +253,7 @@ func (st *step) wait(pid int, srv *server) (ws syscall.WaitStatus, code int) {
 	syscall.Close(0)
 	syscall.Close(1)
 	syscall.Close(2)
-	// Nothing the program does may end this process, which supervises it:
-	// as the namespace's init it gets no signal from inside for which it
-	// has no handler, so its handlers go (the Go runtime's own included:
-	// this process only waits from here on). Its real user is the
-	// program's (set before the start), so that a program that kills its
-	// parent succeeds and goes on, as on SandboxFusion, where that parent
-	// is a shell of its own user; not being dumpable, it can still be
-	// neither traced nor read through /proc.
-	defaultSignals()
+	// The signal handlers went before the start (see start).
 	if srv != nil {
 		return srv.serve(pid), 0
 	}
