@@ -272,7 +272,7 @@ func runCheck(ctx context.Context, opts *checkOptions) error {
 	unwatch := stopOnInterrupt(opts.streams, sc.eng)
 	rep, err := check.Check(ctx, sc.eng, check.Options{
 		Input: opts.input, Stdin: opts.streams.In, Baseline: opts.baseline,
-		Reader: withIDKey(sc.reader, opts.idKey), DataSource: sc.cfg.DataSource,
+		Reader: withIDKey(sc.reader, opts.idKey), DataSource: sc.cfg.Job.DataSource,
 		Tolerance: opts.report.tolerance, MaxMismatch: opts.report.maxMismatch, Reruns: opts.reruns,
 		KeepItems: opts.report.junit != "",
 	})

@@ -27,10 +27,6 @@ import (
 // it.
 func sandboxClient(cfg *config.Config, warn io.Writer) (sandboxclient.Client, string, func(), error) {
 	if len(cfg.SandboxURL) > 0 {
-		retry := sandboxclient.DefaultRetryPolicy()
-		retry.Overload = cfg.RetryOverload
-		retry.SandboxErrorAttempts = cfg.RetrySandboxErrors
-		retry.OutageGrace = cfg.OutageGrace
 		header := http.Header{}
 		for _, h := range cfg.SandboxHeader {
 			name, value, err := sandboxclient.ParseHeader(h)
@@ -42,7 +38,7 @@ func sandboxClient(cfg *config.Config, warn io.Writer) (sandboxclient.Client, st
 		ho := sandboxclient.HTTPOptions{
 			URL:      cfg.SandboxURL[0],
 			MaxConns: cfg.Engine.MaxConcurrent,
-			Retry:    retry,
+			Retry:    cfg.Retry,
 			Header:   header,
 		}
 		if len(cfg.SandboxURL) == 1 && !cfg.AdaptiveConcurrency {

@@ -67,8 +67,8 @@ func TestRunParsedOptions(t *testing.T) {
 		{"reader keys and run's own", []string{"in.jsonl", "--response-key", "outs", "--pass-k", "1,5", "--infra-errors", "mask"}, map[string]string{"VERL_SCORE_DATA_SOURCE_KEY": "src"},
 			func(t *testing.T, o *runOptions, cfg *config.Config) {
 				if cfg.Reader.ResponseKey != "outs" || cfg.Reader.DataSourceKey != "src" || !cfg.Reader.RequireDataSource ||
-					len(cfg.PassK) != 2 || cfg.PassK[1] != 5 || !cfg.MaskInfra {
-					t.Errorf("got reader %+v pass@k %v mask %v", cfg.Reader, cfg.PassK, cfg.MaskInfra)
+					len(cfg.Job.PassK) != 2 || cfg.Job.PassK[1] != 5 || !cfg.Job.MaskInfra {
+					t.Errorf("got reader %+v pass@k %v mask %v", cfg.Reader, cfg.Job.PassK, cfg.Job.MaskInfra)
 				}
 			}},
 		{"isolation from the environment", []string{"in.jsonl"}, map[string]string{"VERL_SCORE_ISOLATION": "basic", "VERL_SCORE_FAST_PATHS": "false"},

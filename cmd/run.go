@@ -147,13 +147,10 @@ func runScore(ctx context.Context, opts *runOptions) error {
 		sumOut = errOut
 	}
 	rows := progress.NewRows()
-	jo := job.Options{
-		Input: opts.input, Stdin: opts.streams.In, Output: output, Stdout: opts.streams.Out,
-		CasesOut: opts.casesOut, Summary: opts.summary,
-		Reader: sc.reader, DataSource: cfg.DataSource, MaskInfra: cfg.MaskInfra,
-		MaxText: cfg.CasesOutMaxText, PassK: cfg.PassK, Resume: opts.resume, Warn: sc.warn, Progress: rows,
-		Endpoints: sc.endpoints, Shard: opts.shardAt,
-	}
+	jo := cfg.Job // the settings; then what this command adds
+	jo.Input, jo.Stdin, jo.Output, jo.Stdout = opts.input, opts.streams.In, output, opts.streams.Out
+	jo.CasesOut, jo.Summary, jo.Resume, jo.Shard = opts.casesOut, opts.summary, opts.resume, opts.shardAt
+	jo.Reader, jo.Warn, jo.Progress, jo.Endpoints = sc.reader, sc.warn, rows, sc.endpoints
 	jo.Provenance, jo.Toolchains = provenance(opts.loader, sc)
 	reporter := progress.Start(errOut, progressMode(opts.quiet), sc.eng, rows, 5*time.Second)
 	unwatch := stopOnInterrupt(opts.streams, sc.eng)

@@ -22,6 +22,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
+	"github.com/verl-score/verl-score/job"
 	"github.com/verl-score/verl-score/results"
 	"github.com/verl-score/verl-score/rollout"
 	"github.com/verl-score/verl-score/sandbox"
@@ -45,25 +46,23 @@ type Config struct {
 	// embedded sandbox.
 	SandboxURL []string
 	// SandboxHeader lists "Name: value" headers sent with every request.
-	SandboxHeader      []string
-	RetryOverload      bool
-	RetrySandboxErrors int
+	SandboxHeader []string
+	// Retry is the HTTP client's retry policy: retry_overload,
+	// retry_sandbox_errors and outage_grace set it.
+	Retry sandboxclient.RetryPolicy
 	// AdaptiveConcurrency: max_concurrent is auto, and Engine.MaxConcurrent
 	// its ceiling.
 	AdaptiveConcurrency bool
-	// OutageGrace bounds the overload retries of a request by time.
-	OutageGrace time.Duration
 
 	Cache      string
 	CacheKey   string
 	CacheMaxMB int
 
-	DataSource      string
-	MaskInfra       bool
-	MaxInfraErrors  float64
-	MaxInputErrors  float64
-	PassK           []int
-	CasesOutMaxText int
+	// Job holds run's settings of the job (data_source, infra_errors,
+	// pass_k, cases_out_max_text); the command adds the paths and streams.
+	Job            job.Options
+	MaxInfraErrors float64
+	MaxInputErrors float64
 
 	// Listen, Server and LogLevel are serve's: the address it listens on,
 	// the server's bounds (its Slots also size the embedded sandbox) and
@@ -343,13 +342,13 @@ func Settings() []Setting {
 			Set:      to(func(c *Config) *string { return &c.Reader.GroundTruthKey }),
 			Usage:    "dotted path of the ground truth",
 		},
-		{Key: "data_source", Default: "", Commands: rows, Set: to(func(c *Config) *string { return &c.DataSource }),
+		{Key: "data_source", Default: "", Commands: rows, Set: to(func(c *Config) *string { return &c.Job.DataSource }),
 			Usage: "data source for rows that have none (rollout dumps)"},
 		{Key: "language_key", Default: "", Commands: rows, Set: to(func(c *Config) *string { return &c.Reader.LanguageKey }),
 			Usage: "dotted path of a per-row language (a string, or a list aligned with the responses) that overrides " +
 				"--language, e.g. extra_info.response_languages"},
 		{Key: "infra_errors", Default: "score", Commands: Run, Set: parsed(func(c *Config, s string) error {
-			c.MaskInfra = s == "mask"
+			c.Job.MaskInfra = s == "mask"
 			return oneOf("infra_errors", "score", "mask")(s)
 		}), Usage: "responses with infrastructure failures: score (count them, as verl) or mask (leave them out of the " +
 			"means)"},
@@ -373,14 +372,14 @@ func Settings() []Setting {
 			Key:      "pass_k",
 			Default:  "",
 			Commands: Run,
-			Set:      parsed(func(c *Config, s string) (err error) { c.PassK, err = results.ParsePassK(s); return }),
+			Set:      parsed(func(c *Config, s string) (err error) { c.Job.PassK, err = results.ParsePassK(s); return }),
 			Usage: "the k of pass@k in the summary, separated by commas, e.g. 1,5,10,100 (each over the prompts with at " +
 				"least k responses; the summary says how many); default 1 and the powers of two",
 		},
-		{Key: "cases_out_max_text", Default: 4096, Commands: Run, Set: to(func(c *Config) *int { return &c.CasesOutMaxText }),
+		{Key: "cases_out_max_text", Default: 4096, Commands: Run, Set: to(func(c *Config) *int { return &c.Job.MaxText }),
 			Usage: "bytes of stdout/stderr kept per case in --cases-out"},
 		{Key: "outage_grace", Default: "30s", Commands: sandboxed, Set: parsed(func(c *Config, s string) (err error) {
-			c.OutageGrace, err = parseGrace(s)
+			c.Retry.OutageGrace, err = parseGrace(s)
 			return
 		}),
 			Usage: "how long a sandbox endpoint may refuse or shed requests before they fail (-1): a duration such as 30s or " +
@@ -389,14 +388,14 @@ func Settings() []Setting {
 			Key:      "retry_overload",
 			Default:  true,
 			Commands: sandboxed,
-			Set:      to(func(c *Config) *bool { return &c.RetryOverload }),
+			Set:      to(func(c *Config) *bool { return &c.Retry.Overload }),
 			Usage:    "retry 429, 503 and refused/reset connections with backoff",
 		},
 		{
 			Key:      "retry_sandbox_errors",
 			Default:  1,
 			Commands: sandboxed,
-			Set: to(func(c *Config) *int { return &c.RetrySandboxErrors }, func(n int) error {
+			Set: to(func(c *Config) *int { return &c.Retry.SandboxErrorAttempts }, func(n int) error {
 				if n < 1 {
 					return fmt.Errorf("retry_sandbox_errors must be at least 1, got %d", n)
 				}
@@ -647,7 +646,7 @@ func (l *Loader) Load() (*Config, error) {
 			return nil, &fileError{err}
 		}
 	}
-	c := &Config{Engine: score.DefaultOptions(), Reader: rollout.DefaultOptions()}
+	c := &Config{Engine: score.DefaultOptions(), Reader: rollout.DefaultOptions(), Retry: sandboxclient.DefaultRetryPolicy()}
 	var errs []error
 	fileFault := false
 	for _, s := range Settings() {
