@@ -398,13 +398,10 @@ func isZombie(pid string) bool {
 // attempts to read or trace that parent. On both ways a Python run starts
 // (.ci/run runs this test with VERL_SCORE_TEST_PLAIN_PYTHON=1 too), and for
 // a compiled program.
-// TestHostileSignalsItsParentAtOnce: a program that signals its parent
-// before anything else (C++ starts fast enough to do it before the init
-// has gone back to waiting) still finds an init that nothing ends: every
-// one of many runs goes on and succeeds. The init once dropped its
-// handlers only after the start, and a SIGTERM in that window ended it
-// (the Go runtime exits 2), leaving the step without a report.
-func TestHostileSignalsItsParentAtOnce(t *testing.T) {
+// containedSandbox is the shared sandbox where runs have a filesystem view
+// (and so a parent of their own); the test skips elsewhere, and fails on CI.
+func containedSandbox(t *testing.T) *Local {
+	t.Helper()
 	l := sharedSandbox(t)
 	if !l.j.Iso.Contained {
 		if os.Getenv("CI") == "true" {
@@ -412,6 +409,17 @@ func TestHostileSignalsItsParentAtOnce(t *testing.T) {
 		}
 		t.Skip("SKIPPED: without the filesystem view a run's parent is this process")
 	}
+	return l
+}
+
+// TestHostileSignalsItsParentAtOnce: a program that signals its parent
+// before anything else (C++ starts fast enough to do it before the init
+// has gone back to waiting) still finds an init that nothing ends: every
+// one of many runs goes on and succeeds. The init once dropped its
+// handlers only after the start, and a SIGTERM in that window ended it
+// (the Go runtime exits 2), leaving the step without a report.
+func TestHostileSignalsItsParentAtOnce(t *testing.T) {
+	l := containedSandbox(t)
 	needTools(t, l, "cpp")
 	const code = "#include <csignal>\n#include <cstdio>\n#include <unistd.h>\n" +
 		"int main(){ pid_t p = getppid(); kill(p, SIGTERM); kill(p, SIGINT); kill(p, SIGHUP); kill(p, SIGUSR1);\n" +
@@ -437,13 +445,7 @@ func TestHostileSignalsItsParentAtOnce(t *testing.T) {
 }
 
 func TestHostileKillsItsParent(t *testing.T) {
-	l := sharedSandbox(t)
-	if !l.j.Iso.Contained {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("no filesystem view on a CI machine")
-		}
-		t.Skip("SKIPPED: without the filesystem view a run's parent is this process")
-	}
+	l := containedSandbox(t)
 	code := `import os, signal
 ppid = os.getppid()
 os.kill(ppid, signal.SIGKILL)
