@@ -52,7 +52,8 @@ func TestNoLanguageNameBranches(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && path != "." && (path == "sandbox/lang" || strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "python") {
+		if d.IsDir() && path != "." &&
+			(path == "sandbox/lang" || strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "python") {
 			return filepath.SkipDir
 		}
 		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {

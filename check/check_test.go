@@ -48,7 +48,11 @@ func TestCheckOutcomes(t *testing.T) {
 		{
 			name: "all equal",
 			lines: func(t *testing.T) []string {
-				return []string{dumpLine(t, "x", "ECHO", 3, 1.0), dumpLine(t, "x", "CRASH", 2, 0.0), dumpLine(t, "y", "SLOW", 1, 0.0)}
+				return []string{
+					dumpLine(t, "x", "ECHO", 3, 1.0),
+					dumpLine(t, "x", "CRASH", 2, 0.0),
+					dumpLine(t, "y", "SLOW", 1, 0.0),
+				}
 			},
 			reruns:     2,
 			want:       map[string]Outcome{"0:0": Equal, "1:0": Equal, "2:0": Equal},
@@ -57,7 +61,11 @@ func TestCheckOutcomes(t *testing.T) {
 		{
 			name: "altered scores regress and improve",
 			lines: func(t *testing.T) []string {
-				return []string{dumpLine(t, "x", "ECHO", 4, 0.75), dumpLine(t, "x", "CRASH", 2, 0.5), dumpLine(t, "y", "ECHO", 1, 1.0)}
+				return []string{
+					dumpLine(t, "x", "ECHO", 4, 0.75),
+					dumpLine(t, "x", "CRASH", 2, 0.5),
+					dumpLine(t, "y", "ECHO", 1, 1.0),
+				}
 			},
 			reruns:     2,
 			want:       map[string]Outcome{"0:0": Improved, "1:0": Regressed, "2:0": Equal},
@@ -233,12 +241,18 @@ func TestCheckBaseline(t *testing.T) {
 		for range n {
 			resp = append(resp, `"`+strings.ReplaceAll(code("ECHO"), "\n", `\n`)+`"`)
 		}
-		return fmt.Sprintf(`{"data_source": "x", "reward_model": {"ground_truth": %q}, "responses": [%s]}`, gt(2), strings.Join(resp, ","))
+		return fmt.Sprintf(
+			`{"data_source": "x", "reward_model": {"ground_truth": %q}, "responses": [%s]}`,
+			gt(2),
+			strings.Join(resp, ","),
+		)
 	}
 	input := writeFile(t, "in.jsonl", row(2), row(1), row(1))
 	// The baseline: row 0 as now but for a timeout on case 1 of response 1;
 	// row 1 had a wrong answer on case 1; row 2 is missing from it.
-	base := writeFile(t, "base.jsonl",
+	base := writeFile(
+		t,
+		"base.jsonl",
 		`{"reward": [1.0, 0.5], "case_results": [[true, true], [true, -3]], "case_status": [["success","success"],["success","timeout"]], "reward_error": [null, null]}`,
 		`{"reward": [0.5], "case_results": [[true, false]], "case_status": [["success","wrong_answer"]], "reward_error": [null]}`,
 	)
@@ -263,7 +277,8 @@ func TestCheckBaseline(t *testing.T) {
 		t.Errorf("flaky: got %+v, want row 0 response 1 flaky because of the baseline's timeout", rep.Flaky)
 	}
 	imp := rep.Mismatches[0]
-	if imp.Outcome != Improved || len(imp.Changes) != 1 || imp.Changes[0] != (CaseChange{Case: 1, From: "False", To: "True"}) {
+	if imp.Outcome != Improved || len(imp.Changes) != 1 ||
+		imp.Changes[0] != (CaseChange{Case: 1, From: "False", To: "True"}) {
 		t.Errorf("worst mismatch: got %+v, want row 1 improved with case 1 False→True", imp)
 	}
 	if len(rep.Notes) == 0 || !strings.Contains(strings.Join(rep.Notes, "\n"), "baseline ends before row 2") {
@@ -272,7 +287,15 @@ func TestCheckBaseline(t *testing.T) {
 }
 
 func TestCheckReportsText(t *testing.T) {
-	opts := checkOpts(writeFile(t, "1.jsonl", dumpLine(t, "x", "FLAKY", 1, 1.0), dumpLine(t, "y", "CRASH", 2, 1.0), dumpLine(t, "y", "ECHO", 2, 1.0)))
+	opts := checkOpts(
+		writeFile(
+			t,
+			"1.jsonl",
+			dumpLine(t, "x", "FLAKY", 1, 1.0),
+			dumpLine(t, "y", "CRASH", 2, 1.0),
+			dumpLine(t, "y", "ECHO", 2, 1.0),
+		),
+	)
 	rep, err := checkOn(context.Background(), newFakeSandbox(), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -288,8 +311,10 @@ func TestCheckReportsText(t *testing.T) {
 		name, got string
 		want      []string
 	}{
-		{"text", txt.String(), []string{"WORST MISMATCHES (1 of 1)", "1.jsonl:2", "-2 -2", "FLAKY (1 of 1", "0, 1", reasonReruns, "Regression: 1 of 3 responses"}},
-		{"markdown", md.String(), []string{"### ❌", "| 1 | 0 | ", "| -2 -2 |", "#### Flaky (1 of 1", "| 0, 1 |", "| y | 2 | 1 | 1 | 0 | 0 | 0 | 1.0000 | 0.5000 |"}},
+		{"text", txt.String(), []string{"WORST MISMATCHES (1 of 1)", "1.jsonl:2", "-2 -2", "FLAKY (1 of 1", "0, 1",
+			reasonReruns, "Regression: 1 of 3 responses"}},
+		{"markdown", md.String(), []string{"### ❌", "| 1 | 0 | ", "| -2 -2 |", "#### Flaky (1 of 1", "| 0, 1 |",
+			"| y | 2 | 1 | 1 | 0 | 0 | 0 | 1.0000 | 0.5000 |"}},
 	} {
 		for _, w := range tc.want {
 			if !strings.Contains(tc.got, w) {
@@ -307,7 +332,11 @@ func TestCheckReportsText(t *testing.T) {
 func TestCheckBaselineShape(t *testing.T) {
 	echo := `"` + strings.ReplaceAll(code("ECHO"), "\n", `\n`) + `"`
 	row := func(n int) string {
-		return fmt.Sprintf(`{"data_source": "x", "reward_model": {"ground_truth": %q}, "responses": [%s]}`, gt(1), strings.TrimSuffix(strings.Repeat(echo+",", n), ","))
+		return fmt.Sprintf(
+			`{"data_source": "x", "reward_model": {"ground_truth": %q}, "responses": [%s]}`,
+			gt(1),
+			strings.TrimSuffix(strings.Repeat(echo+",", n), ","),
+		)
 	}
 	base := func(n int) string {
 		return fmt.Sprintf(`{"reward": [%s], "case_results": [%s], "case_status": [%s], "reward_error": [%s]}`,
@@ -320,9 +349,27 @@ func TestCheckBaselineShape(t *testing.T) {
 		missing     string
 		note        string
 	}{
-		{"input has more responses", []string{row(2)}, []string{base(1)}, "0:1", "row 0: the input has 2 responses, the baseline 1"},
-		{"baseline has more responses", []string{row(1)}, []string{base(2)}, "0:1", "row 0: the input has 1 responses, the baseline 2"},
-		{"baseline has more rows", []string{row(1)}, []string{base(1), base(1)}, "1:0", "the baseline has 2 rows, the input 1"},
+		{
+			"input has more responses",
+			[]string{row(2)},
+			[]string{base(1)},
+			"0:1",
+			"row 0: the input has 2 responses, the baseline 1",
+		},
+		{
+			"baseline has more responses",
+			[]string{row(1)},
+			[]string{base(2)},
+			"0:1",
+			"row 0: the input has 1 responses, the baseline 2",
+		},
+		{
+			"baseline has more rows",
+			[]string{row(1)},
+			[]string{base(1), base(1)},
+			"1:0",
+			"the baseline has 2 rows, the input 1",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

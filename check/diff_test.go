@@ -72,9 +72,20 @@ func TestDiffGolden(t *testing.T) {
 	}
 	bySource := map[string]string{}
 	for _, s := range rep.BySource {
-		bySource[s.DataSource] = fmt.Sprintf("%d/%d/%d %.4f→%.4f", s.Equal, s.Regressed, s.Improved, s.MeanReference, s.MeanNew)
+		bySource[s.DataSource] = fmt.Sprintf(
+			"%d/%d/%d %.4f→%.4f",
+			s.Equal,
+			s.Regressed,
+			s.Improved,
+			s.MeanReference,
+			s.MeanNew,
+		)
 	}
-	wantSource := map[string]string{"codecontests": "2/1/0 0.9167→0.8333", "taco": "0/0/2 0.2500→0.7500", "humaneval": "1/1/0 0.5000→0.0000"}
+	wantSource := map[string]string{
+		"codecontests": "2/1/0 0.9167→0.8333",
+		"taco":         "0/0/2 0.2500→0.7500",
+		"humaneval":    "1/1/0 0.5000→0.0000",
+	}
 	if fmt.Sprint(bySource) != fmt.Sprint(wantSource) {
 		t.Errorf("by source: got %v, want %v", bySource, wantSource)
 	}
@@ -146,7 +157,12 @@ func toParquet(t *testing.T, scored string) string {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res[i] = rollout.RowResult{Rewards: s.Rewards, CaseResults: s.CaseResults, CaseStatus: s.CaseStatus, Errors: s.Errors}
+			res[i] = rollout.RowResult{
+				Rewards:     s.Rewards,
+				CaseResults: s.CaseResults,
+				CaseStatus:  s.CaseStatus,
+				Errors:      s.Errors,
+			}
 		}
 		if err := w.Write(b, res); err != nil {
 			t.Fatal(err)
@@ -234,7 +250,8 @@ func TestDiffErrors(t *testing.T) {
 	if _, err := Diff(a, filepath.Join(t.TempDir(), "nope.jsonl"), diffOpts()); err == nil {
 		t.Error("missing B: got no error")
 	}
-	if _, err := Diff(a, filepath.Join(fixtures, "rows.jsonl"), diffOpts()); err == nil || !strings.Contains(err.Error(), "reward") {
+	if _, err := Diff(a, filepath.Join(fixtures, "rows.jsonl"), diffOpts()); err == nil ||
+		!strings.Contains(err.Error(), "reward") {
 		t.Errorf("B not an output of run: got %v, want an error naming the reward field", err)
 	}
 }
@@ -366,7 +383,12 @@ func TestDiffMatchesRowsByIdentity(t *testing.T) {
 	// By an id column: the prompts could be anything.
 	ids := make([]string, len(a))
 	for i, line := range a {
-		ids[i] = strings.Replace(line, `"prompt": [{"role": "user", "content": "problem `, fmt.Sprintf(`"uid": "task-%d", "prompt": [{"role": "user", "content": "other `, i), 1)
+		ids[i] = strings.Replace(
+			line,
+			`"prompt": [{"role": "user", "content": "problem `,
+			fmt.Sprintf(`"uid": "task-%d", "prompt": [{"role": "user", "content": "other `, i),
+			1,
+		)
 	}
 	idsRotated := append(append([]string{}, ids[2:]...), ids[:2]...)
 	opts := diffOpts()

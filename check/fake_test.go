@@ -88,7 +88,16 @@ func code(marker string) string { return "```python\n# " + marker + "\n```" }
 // dumpLine is one rollout dump line (docs/semantics.md §1.2) with a data source.
 func dumpLine(t *testing.T, ds, marker string, cases int, score any) string {
 	t.Helper()
-	b, err := json.Marshal(map[string]any{"input": "prompt", "output": code(marker), "gts": gt(cases), "score": score, "step": 1, "data_source": ds})
+	b, err := json.Marshal(
+		map[string]any{
+			"input":       "prompt",
+			"output":      code(marker),
+			"gts":         gt(cases),
+			"score":       score,
+			"step":        1,
+			"data_source": ds,
+		},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,14 +29,19 @@ func BenchmarkCppCompileRunVsServe(b *testing.B) {
 	compile := func(args ...string) float64 {
 		n++
 		in := filepath.Join(dir, "in.jsonl")
-		prog := fmt.Sprintf("#include <bits/stdc++.h>\nusing namespace std;\nint main() { long long n; cin >> n; vector<long long> v(n); iota(v.begin(), v.end(), %d); cout << accumulate(v.begin(), v.end(), 0LL) << endl; }\n", n)
+		prog := fmt.Sprintf(
+			"#include <bits/stdc++.h>\nusing namespace std;\nint main() { long long n; cin >> n; vector<long long> v(n); iota(v.begin(), v.end(), %d); cout << accumulate(v.begin(), v.end(), 0LL) << endl; }\n",
+			n,
+		)
 		row, _ := json.Marshal(map[string]any{"data_source": "x", "responses": []string{"```cpp\n" + prog + "```"},
 			"reward_model": map[string]any{"ground_truth": `{"inputs": ["3\n"], "outputs": ["x\n"]}`}})
 		if err := os.WriteFile(in, append(row, '\n'), 0o644); err != nil {
 			b.Fatal(err)
 		}
 		cases := filepath.Join(dir, "cases.jsonl")
-		full := append([]string{"run", in, "-o", filepath.Join(dir, "out.jsonl"), "-q", "--language", "cpp", "--cases-out", cases}, args...)
+		full := append(
+			[]string{"run", in, "-o", filepath.Join(dir, "out.jsonl"), "-q", "--language", "cpp", "--cases-out", cases},
+			args...)
 		if code, _, stderr := run(context.Background(), full...); code != ExitOK {
 			b.Fatalf("exit %d: %s", code, stderr)
 		}

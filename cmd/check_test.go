@@ -171,10 +171,18 @@ func flakyServer(t *testing.T) *httptest.Server {
 		mu.Unlock()
 		zero := 0
 		resp := sandboxclient.Response{Status: sandboxclient.StatusSuccess, Files: map[string]string{},
-			RunResult: &sandboxclient.StepResult{Status: sandboxclient.StepFinished, ReturnCode: &zero, Stdout: stdin, ExecutionTime: 0.01}}
+			RunResult: &sandboxclient.StepResult{
+				Status:        sandboxclient.StepFinished,
+				ReturnCode:    &zero,
+				Stdout:        stdin,
+				ExecutionTime: 0.01,
+			}}
 		if strings.Contains(req.Code, "FLAKY") && stdin == "2\n" && n%2 == 1 {
 			resp.Status = sandboxclient.StatusFailed
-			resp.RunResult = &sandboxclient.StepResult{Status: sandboxclient.StepTimeLimitExceeded, ExecutionTime: req.RunTimeout}
+			resp.RunResult = &sandboxclient.StepResult{
+				Status:        sandboxclient.StepTimeLimitExceeded,
+				ExecutionTime: req.RunTimeout,
+			}
 		}
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(resp)
@@ -204,7 +212,17 @@ func TestCheckFlakyStandIn(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run("reruns="+tt.reruns, func(t *testing.T) {
-			code, out, errOut := checkCLI(t, "check", in, "-q", "--json", "--sandbox-url", srv.URL+"/run_code", "--reruns", tt.reruns)
+			code, out, errOut := checkCLI(
+				t,
+				"check",
+				in,
+				"-q",
+				"--json",
+				"--sandbox-url",
+				srv.URL+"/run_code",
+				"--reruns",
+				tt.reruns,
+			)
 			if code != tt.wantCode {
 				t.Fatalf("exit: got %d, want %d\n%s\n%s", code, tt.wantCode, out, errOut)
 			}
@@ -361,10 +379,13 @@ func TestHTMLPages(t *testing.T) {
 			t.Errorf("%s lacks %s", path, want)
 		}
 	}
-	if code, _, errOut := checkCLI(t, "report", "../testdata/check/rows.jsonl", "-o", page); code != ExitFailed || !strings.Contains(errOut, "rows.jsonl") {
+	if code, _, errOut := checkCLI(t, "report", "../testdata/check/rows.jsonl", "-o", page); code != ExitFailed ||
+		!strings.Contains(errOut, "rows.jsonl") {
 		t.Errorf("report of an input that is not scored: exit %d, %s", code, errOut)
 	}
-	if code, _, errOut := checkCLI(t, "report", a, "--cases", filepath.Join(dir, "none.jsonl"), "-o", page); code != ExitFailed || !strings.Contains(errOut, "none.jsonl") {
+	if code, _, errOut := checkCLI(t, "report", a, "--cases", filepath.Join(dir, "none.jsonl"), "-o",
+		page); code != ExitFailed ||
+		!strings.Contains(errOut, "none.jsonl") {
 		t.Errorf("report with a missing cases file: exit %d, %s", code, errOut)
 	}
 }
@@ -384,8 +405,11 @@ func TestCheckInterruptedExits4(t *testing.T) {
 		}
 		srv := sandboxServer(t, 3, stop)
 		var outb, errb bytes.Buffer
-		code := Run(ctx, []string{"check", "../testdata/dump", "-q", "--sandbox-url", srv.URL + "/run_code", "--max-concurrent", "2"},
-			Streams{In: strings.NewReader(""), Out: &outb, ErrOut: &errb, Interrupt: interrupt})
+		code := Run(
+			ctx,
+			[]string{"check", "../testdata/dump", "-q", "--sandbox-url", srv.URL + "/run_code", "--max-concurrent", "2"},
+			Streams{In: strings.NewReader(""), Out: &outb, ErrOut: &errb, Interrupt: interrupt},
+		)
 		cancel()
 		if code != ExitInterrupted {
 			t.Errorf("hard %v: got exit %d, want %d: %s", hard, code, ExitInterrupted, errb.String())

@@ -121,7 +121,12 @@ func writeRows(t *testing.T, path, source string, rows, casesPerRow int, code fu
 // crashCode is the program of row i: it doubles its input, and every third
 // row is wrong on its last case, so that the verdicts vary.
 func crashCode(i, casesPerRow int) string {
-	return fmt.Sprintf("# row %d\nn = int(input())\nprint(2 * n + (1 if n %% 100 == %d and %d %% 3 == 0 else 0))\n", i, casesPerRow-1, i)
+	return fmt.Sprintf(
+		"# row %d\nn = int(input())\nprint(2 * n + (1 if n %% 100 == %d and %d %% 3 == 0 else 0))\n",
+		i,
+		casesPerRow-1,
+		i,
+	)
 }
 
 // casesWithoutTimes reads a --cases-out file without the fields that
@@ -301,7 +306,13 @@ func TestKill9ThenResume(t *testing.T) {
 			// partly answered are those of the requests in flight, and one
 			// whose next case waits for a slot.
 			if partialRows > inFlight+1 {
-				t.Errorf("%d rows partly answered at the kill (%d cases); with %d requests in flight, want at most %d", partialRows, partialCases, inFlight, inFlight+1)
+				t.Errorf(
+					"%d rows partly answered at the kill (%d cases); with %d requests in flight, want at most %d",
+					partialRows,
+					partialCases,
+					inFlight,
+					inFlight+1,
+				)
 			}
 
 			resume := exec.Command(bin, append(args(out), "--sandbox-url", url, "--resume")...)
@@ -320,11 +331,26 @@ func TestKill9ThenResume(t *testing.T) {
 				}
 			}
 			log.mu.Unlock()
-			t.Logf("killed after %d answers: %d rows journaled, %d finished over %v before the kill, %d cases of rows finished within it and not journaled, "+
-				"%d answered of %d rows partly done; resume re-sent %d requests", sentBefore, journaled, old, syncBound, recentCases, partialCases, partialRows, resent)
+			t.Logf(
+				"killed after %d answers: %d rows journaled, %d finished over %v before the kill, %d cases of rows finished within it and not journaled, "+
+					"%d answered of %d rows partly done; resume re-sent %d requests",
+				sentBefore,
+				journaled,
+				old,
+				syncBound,
+				recentCases,
+				partialCases,
+				partialRows,
+				resent,
+			)
 
 			if journaled < old {
-				t.Errorf("the journal holds %d rows, but %d rows had finished more than %v before the kill", journaled, old, syncBound)
+				t.Errorf(
+					"the journal holds %d rows, but %d rows had finished more than %v before the kill",
+					journaled,
+					old,
+					syncBound,
+				)
 			}
 			if len(oldResent) > 0 {
 				t.Errorf("rows %v finished more than %v before the kill and were sent again", oldResent, syncBound)
@@ -332,8 +358,15 @@ func TestKill9ThenResume(t *testing.T) {
 			// In flight at the kill: answered by the server after it, so
 			// sent again by the resume.
 			if bound := inFlight + partialCases + recentCases; resent > bound {
-				t.Errorf("resume re-sent %d requests; bound %d: %d in flight + %d answered of rows partly done at the kill + %d of rows finished within %v and not journaled",
-					resent, bound, inFlight, partialCases, recentCases, syncBound)
+				t.Errorf(
+					"resume re-sent %d requests; bound %d: %d in flight + %d answered of rows partly done at the kill + %d of rows finished within %v and not journaled",
+					resent,
+					bound,
+					inFlight,
+					partialCases,
+					recentCases,
+					syncBound,
+				)
 			}
 			if got, _ := os.ReadFile(out); !bytes.Equal(got, wantOut) {
 				t.Errorf("resumed output differs from the uninterrupted run's")

@@ -48,35 +48,62 @@ func TestRunParsedOptions(t *testing.T) {
 				t.Errorf("resume command %q", o.resumeCmd)
 			}
 		}},
-		{"flag beats environment", []string{"in.jsonl", "--timeout", "3", "--mode", "all"}, map[string]string{"VERL_SCORE_TIMEOUT": "7", "VERL_SCORE_MEMORY_LIMIT_MB": "256"},
+		{
+			"flag beats environment",
+			[]string{"in.jsonl", "--timeout", "3", "--mode", "all"},
+			map[string]string{"VERL_SCORE_TIMEOUT": "7", "VERL_SCORE_MEMORY_LIMIT_MB": "256"},
 			func(t *testing.T, o *runOptions, cfg *config.Config) {
 				if cfg.Engine.Timeout != 3 || cfg.Engine.Mode != score.ModeAll || cfg.Engine.MemoryLimitMB != 256 {
-					t.Errorf("got timeout %v mode %v memory %d, want 3 all 256", cfg.Engine.Timeout, cfg.Engine.Mode, cfg.Engine.MemoryLimitMB)
+					t.Errorf(
+						"got timeout %v mode %v memory %d, want 3 all 256",
+						cfg.Engine.Timeout,
+						cfg.Engine.Mode,
+						cfg.Engine.MemoryLimitMB,
+					)
 				}
-			}},
-		{"shard names the output", []string{"in.jsonl", "--shard", "1/4"}, nil, func(t *testing.T, o *runOptions, cfg *config.Config) {
-			if o.shardAt == nil || o.shardAt.K != 1 || o.shardAt.N != 4 || !strings.Contains(o.output, "1-of-4") {
-				t.Errorf("got shard %v output %q", o.shardAt, o.output)
-			}
-		}},
-		{"audit-fail audits", []string{"in.jsonl", "--audit-fail", "--compare", "float:0.01"}, nil, func(t *testing.T, o *runOptions, cfg *config.Config) {
-			if !cfg.Engine.AuditFail || cfg.Engine.Compare.Exact() {
-				t.Errorf("got %+v", cfg.Engine)
-			}
-		}},
-		{"reader keys and run's own", []string{"in.jsonl", "--response-key", "outs", "--pass-k", "1,5", "--infra-errors", "mask"}, map[string]string{"VERL_SCORE_DATA_SOURCE_KEY": "src"},
+			},
+		},
+		{
+			"shard names the output",
+			[]string{"in.jsonl", "--shard", "1/4"},
+			nil,
+			func(t *testing.T, o *runOptions, cfg *config.Config) {
+				if o.shardAt == nil || o.shardAt.K != 1 || o.shardAt.N != 4 || !strings.Contains(o.output, "1-of-4") {
+					t.Errorf("got shard %v output %q", o.shardAt, o.output)
+				}
+			},
+		},
+		{
+			"audit-fail audits",
+			[]string{"in.jsonl", "--audit-fail", "--compare", "float:0.01"},
+			nil,
+			func(t *testing.T, o *runOptions, cfg *config.Config) {
+				if !cfg.Engine.AuditFail || cfg.Engine.Compare.Exact() {
+					t.Errorf("got %+v", cfg.Engine)
+				}
+			},
+		},
+		{
+			"reader keys and run's own",
+			[]string{"in.jsonl", "--response-key", "outs", "--pass-k", "1,5", "--infra-errors", "mask"},
+			map[string]string{"VERL_SCORE_DATA_SOURCE_KEY": "src"},
 			func(t *testing.T, o *runOptions, cfg *config.Config) {
 				if cfg.Reader.ResponseKey != "outs" || cfg.Reader.DataSourceKey != "src" || !cfg.Reader.RequireDataSource ||
 					len(cfg.Job.PassK) != 2 || cfg.Job.PassK[1] != 5 || !cfg.Job.MaskInfra {
 					t.Errorf("got reader %+v pass@k %v mask %v", cfg.Reader, cfg.Job.PassK, cfg.Job.MaskInfra)
 				}
-			}},
-		{"isolation from the environment", []string{"in.jsonl"}, map[string]string{"VERL_SCORE_ISOLATION": "basic", "VERL_SCORE_FAST_PATHS": "false"},
+			},
+		},
+		{
+			"isolation from the environment",
+			[]string{"in.jsonl"},
+			map[string]string{"VERL_SCORE_ISOLATION": "basic", "VERL_SCORE_FAST_PATHS": "false"},
 			func(t *testing.T, o *runOptions, cfg *config.Config) {
 				if cfg.Sandbox.Isolation != sandbox.IsolationBasic || !cfg.Sandbox.NoFastPaths {
 					t.Errorf("got %+v", cfg.Sandbox)
 				}
-			}},
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -103,7 +130,9 @@ func TestCheckParsedOptions(t *testing.T) {
 	var got *checkOptions
 	err := parse(t, func(s Streams) func() error {
 		c := newCheckCmd(s, func(_ context.Context, o *checkOptions) error { got = o; return errStop })
-		c.SetArgs([]string{"dump/", "--baseline", "old.parquet", "--reruns", "0", "--tolerance", "0.01", "--language", "auto"})
+		c.SetArgs(
+			[]string{"dump/", "--baseline", "old.parquet", "--reruns", "0", "--tolerance", "0.01", "--language", "auto"},
+		)
 		return c.Execute
 	}, map[string]string{"SANDBOX_FUSION_URL": "http://a/run_code,http://b/run_code"})
 	if err != nil {
@@ -130,8 +159,12 @@ func TestServeReadsTheSharedSettings(t *testing.T) {
 		want sandbox.Options
 	}{
 		{"defaults", nil, nil, sandbox.Options{Isolation: sandbox.IsolationAuto}},
-		{"environment", nil, map[string]string{"VERL_SCORE_ISOLATION": "basic", "VERL_SCORE_FAST_PATHS": "0", "VERL_SCORE_RUBY_STACK_MB": "8"},
-			sandbox.Options{Isolation: sandbox.IsolationBasic, NoFastPaths: true, RubyStackMB: 8}},
+		{
+			"environment",
+			nil,
+			map[string]string{"VERL_SCORE_ISOLATION": "basic", "VERL_SCORE_FAST_PATHS": "0", "VERL_SCORE_RUBY_STACK_MB": "8"},
+			sandbox.Options{Isolation: sandbox.IsolationBasic, NoFastPaths: true, RubyStackMB: 8},
+		},
 		{"flag over environment", []string{"--isolation", "none"}, map[string]string{"VERL_SCORE_ISOLATION": "basic"},
 			sandbox.Options{Isolation: sandbox.IsolationNone}},
 	}

@@ -25,7 +25,11 @@ import (
 // double their input (every third row wrong on its last case).
 func outageRows(t *testing.T, path string, rows, casesPerRow int) {
 	writeRows(t, path, "outage", rows, casesPerRow, func(i int) string {
-		return fmt.Sprintf("import time\ntime.sleep(0.1)\nn = int(input())\nprint(2 * n + (1 if n %% 100 == %d and %d %% 3 == 0 else 0))\n", casesPerRow-1, i)
+		return fmt.Sprintf(
+			"import time\ntime.sleep(0.1)\nn = int(input())\nprint(2 * n + (1 if n %% 100 == %d and %d %% 3 == 0 else 0))\n",
+			casesPerRow-1,
+			i,
+		)
 	})
 }
 
@@ -92,7 +96,21 @@ func TestFleetServeRestartCostsNoVerdict(t *testing.T) {
 	const rows, casesPerRow = 60, 2
 	outageRows(t, in, rows, casesPerRow)
 	args := func(out, url string, extra ...string) []string {
-		return append([]string{"run", in, "-o", out, "--cases-out", out + ".cases", "--summary", out + ".summary", "-q", "--sandbox-url", url}, extra...)
+		return append(
+			[]string{
+				"run",
+				in,
+				"-o",
+				out,
+				"--cases-out",
+				out + ".cases",
+				"--summary",
+				out + ".summary",
+				"-q",
+				"--sandbox-url",
+				url,
+			},
+			extra...)
 	}
 
 	addr := freeAddr(t)
@@ -210,7 +228,9 @@ func TestFleetAllTimeoutsThroughTwoSlots(t *testing.T) {
 	in := filepath.Join(dir, "rows.jsonl")
 	var b strings.Builder
 	for i := range 100 {
-		gt, _ := json.Marshal(map[string]any{"inputs": []string{"324 384429\n"}, "outputs": []string{fmt.Sprintf("output_%d\n", i)}})
+		gt, _ := json.Marshal(
+			map[string]any{"inputs": []string{"324 384429\n"}, "outputs": []string{fmt.Sprintf("output_%d\n", i)}},
+		)
 		line, _ := json.Marshal(map[string]any{
 			"data_source":  "timeouts",
 			"responses":    []string{fmt.Sprintf("```python\n# program %d\nwhile True:\n    pass\n```", i)},

@@ -59,7 +59,15 @@ func recordObservation(t *testing.T, url, code string, timeout float64) string {
 	if timeout == 0 {
 		timeout = 30
 	}
-	body, _ := json.Marshal(map[string]any{"code": code, "language": "python", "compile_timeout": timeout, "run_timeout": timeout, "memory_limit_mb": 1024})
+	body, _ := json.Marshal(
+		map[string]any{
+			"code":            code,
+			"language":        "python",
+			"compile_timeout": timeout,
+			"run_timeout":     timeout,
+			"memory_limit_mb": 1024,
+		},
+	)
 	resp, err := http.Post(url, "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +112,11 @@ func writeToolDump(t *testing.T, path, url string) int {
 		}
 		out.WriteString("<|im_end|>\n<|im_start|>user")
 		for _, k := range idx {
-			fmt.Fprintf(&out, "\n<tool_response>\n%s\n</tool_response>", recordObservation(t, url, toolCode[k].code, toolCode[k].timeout))
+			fmt.Fprintf(
+				&out,
+				"\n<tool_response>\n%s\n</tool_response>",
+				recordObservation(t, url, toolCode[k].code, toolCode[k].timeout),
+			)
 		}
 		out.WriteString("<|im_end|>\n<|im_start|>assistant\nThe answer is \\boxed{42}.<|im_end|>")
 		line, _ := json.Marshal(map[string]any{
@@ -141,23 +153,49 @@ func TestReplayToolCalls(t *testing.T) {
 		}
 	}
 
-	code, stdout, stderr := run(context.Background(), "replay", dump, "--sandbox-url", url, "--json", filepath.Join(dir, "same.jsonl"))
+	code, stdout, stderr := run(
+		context.Background(),
+		"replay",
+		dump,
+		"--sandbox-url",
+		url,
+		"--json",
+		filepath.Join(dir, "same.jsonl"),
+	)
 	if code != 0 {
 		t.Fatalf("replay of an unchanged sandbox: exit %d\n%s%s", code, stdout, stderr)
 	}
-	if !strings.Contains(stdout, fmt.Sprintf("%d calls: %d identical, 0 differ, 0 not replayable", len(toolCode), len(toolCode))) {
+	if !strings.Contains(
+		stdout,
+		fmt.Sprintf("%d calls: %d identical, 0 differ, 0 not replayable", len(toolCode), len(toolCode)),
+	) {
 		t.Errorf("replay of an unchanged sandbox:\n%s", stdout)
 	}
 
 	moves := filepath.Join(dir, "moved.jsonl")
-	code, stdout, stderr = run(context.Background(), "replay", dump, "--sandbox-url", url, "--tool-memory-mb", "256", "--json", moves)
+	code, stdout, stderr = run(
+		context.Background(),
+		"replay",
+		dump,
+		"--sandbox-url",
+		url,
+		"--tool-memory-mb",
+		"256",
+		"--json",
+		moves,
+	)
 	if code != ExitRegression {
 		t.Fatalf("replay with 256 MB: exit %d, want %d\n%s%s", code, ExitRegression, stdout, stderr)
 	}
 	moved := regexp.MustCompile(`(?m)^(\S+):(\d+) step 7 call (\d+): differs`).FindAllStringSubmatch(stdout, -1)
 	// The 300 MB call is in trajectory (line) 13, the second of its turn.
 	if len(moved) != 1 || moved[0][2] != "13" || moved[0][3] != "1" {
-		t.Errorf("with 256 MB the calls that moved are %v, want only line 13 call 1 (toolCode[%d])\n%s", moved, memoryCall, stdout)
+		t.Errorf(
+			"with 256 MB the calls that moved are %v, want only line 13 call 1 (toolCode[%d])\n%s",
+			moved,
+			memoryCall,
+			stdout,
+		)
 	}
 	if !strings.Contains(stdout, `recorded: "314572800"`) || !strings.Contains(stdout, `now:      "Traceback`) {
 		t.Errorf("the moved call does not show both texts' first differing line:\n%s", stdout)

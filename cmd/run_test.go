@@ -92,10 +92,30 @@ func TestRunExitCodes(t *testing.T) {
 		{"unknown flag", []string{"run", "x.jsonl", "--bogus"}, ExitUsage, "unknown flag"},
 		{"unknown command", []string{"frobnicate"}, ExitUsage, `unknown command "frobnicate"`},
 		{"bad mode", []string{"run", "x.jsonl", "--mode", "sometimes"}, ExitUsage, "mode must be one of"},
-		{"missing file", []string{"run", filepath.Join(dir, "nope.jsonl"), "--sandbox-url", "http://127.0.0.1:1/run_code"}, ExitFailed, "nope.jsonl"},
-		{"bad url", []string{"run", "x.jsonl", "--sandbox-url", "ftp://x"}, ExitFailed, `verl-score: sandbox url "ftp://x": scheme`},
-		{"config typo", []string{"run", "x.jsonl", "--config", writeFile(t, dir, "typo.yaml", "max_concurent: 128\n")}, ExitFailed, `unknown key "max_concurent" (did you mean "max_concurrent"?)`},
-		{"config value", []string{"run", "x.jsonl", "--config", writeFile(t, dir, "value.yaml", "timeout: -1\n")}, ExitFailed, "value.yaml: timeout must be positive"},
+		{
+			"missing file",
+			[]string{"run", filepath.Join(dir, "nope.jsonl"), "--sandbox-url", "http://127.0.0.1:1/run_code"},
+			ExitFailed,
+			"nope.jsonl",
+		},
+		{
+			"bad url",
+			[]string{"run", "x.jsonl", "--sandbox-url", "ftp://x"},
+			ExitFailed,
+			`verl-score: sandbox url "ftp://x": scheme`,
+		},
+		{
+			"config typo",
+			[]string{"run", "x.jsonl", "--config", writeFile(t, dir, "typo.yaml", "max_concurent: 128\n")},
+			ExitFailed,
+			`unknown key "max_concurent" (did you mean "max_concurrent"?)`,
+		},
+		{
+			"config value",
+			[]string{"run", "x.jsonl", "--config", writeFile(t, dir, "value.yaml", "timeout: -1\n")},
+			ExitFailed,
+			"value.yaml: timeout must be positive",
+		},
 		{"config missing", []string{"run", "x.jsonl", "--config", filepath.Join(dir, "none.yaml")}, ExitFailed, "none.yaml"},
 	}
 	for _, tt := range tests {
@@ -118,7 +138,17 @@ func TestRunThroughServeAndInterruptResume(t *testing.T) {
 	// A complete run through a SandboxFusion-compatible server.
 	srv := sandboxServer(t, 0, nil)
 	full := filepath.Join(dir, "full.jsonl")
-	code, stdout, stderr := run(context.Background(), "run", in, "-o", full, "-q", "--sandbox-url", srv.URL+"/run_code", "--json")
+	code, stdout, stderr := run(
+		context.Background(),
+		"run",
+		in,
+		"-o",
+		full,
+		"-q",
+		"--sandbox-url",
+		srv.URL+"/run_code",
+		"--json",
+	)
 	if code != ExitOK {
 		t.Fatalf("got exit %d: %s", code, stderr)
 	}
@@ -149,8 +179,11 @@ func TestRunThroughServeAndInterruptResume(t *testing.T) {
 		srv2 := sandboxServer(t, 5, stop)
 		out := filepath.Join(dir, fmt.Sprintf("out-%v.jsonl", hard))
 		var outb, errb bytes.Buffer
-		code = Run(ctx, []string{"run", in, "-o", out, "-q", "--sandbox-url", srv2.URL + "/run_code", "--max-concurrent", "2"},
-			Streams{In: strings.NewReader(""), Out: &outb, ErrOut: &errb, Interrupt: interrupt})
+		code = Run(
+			ctx,
+			[]string{"run", in, "-o", out, "-q", "--sandbox-url", srv2.URL + "/run_code", "--max-concurrent", "2"},
+			Streams{In: strings.NewReader(""), Out: &outb, ErrOut: &errb, Interrupt: interrupt},
+		)
 		cancel()
 		stderr = errb.String()
 		if code != ExitInterrupted {
@@ -179,7 +212,13 @@ func TestRunThroughServeAndInterruptResume(t *testing.T) {
 			gl, wl := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
 			for i := range min(len(gl), len(wl)) {
 				if gl[i] != wl[i] {
-					t.Errorf("hard %v: resumed output differs from the complete run's at row %d:\n got ...%s\nwant ...%s", hard, i+1, tail(gl[i]), tail(wl[i]))
+					t.Errorf(
+						"hard %v: resumed output differs from the complete run's at row %d:\n got ...%s\nwant ...%s",
+						hard,
+						i+1,
+						tail(gl[i]),
+						tail(wl[i]),
+					)
 				}
 			}
 		}
@@ -246,7 +285,11 @@ func TestRunStdinToStdout(t *testing.T) {
 	rows := `{"data_source":"x","responses":["` + "```python\\nprint(input())\\n```" + `"],"reward_model":{"ground_truth":"{\"inputs\":[\"7\"],\"outputs\":[\"7\"]}"}}` + "\n" +
 		`{"data_source":"x","responses":["no code"],"reward_model":{"ground_truth":"{\"inputs\":[\"7\"],\"outputs\":[\"7\"]}"}}` + "\n"
 	var out, errb bytes.Buffer
-	code := Run(context.Background(), []string{"run", "-", "-o", "-", "-q", "--sandbox-url", srv.URL}, Streams{In: strings.NewReader(rows), Out: &out, ErrOut: &errb})
+	code := Run(
+		context.Background(),
+		[]string{"run", "-", "-o", "-", "-q", "--sandbox-url", srv.URL},
+		Streams{In: strings.NewReader(rows), Out: &out, ErrOut: &errb},
+	)
 	if code != ExitOK {
 		t.Fatalf("got exit %d: %s", code, errb.String())
 	}
@@ -262,7 +305,8 @@ func TestRunStdinToStdout(t *testing.T) {
 	if !strings.Contains(errb.String(), "mean/prompt") || !strings.Contains(errb.String(), " case in ") {
 		t.Errorf("the summary is not on stderr: %q", errb.String())
 	}
-	if code, _, stderr := run(context.Background(), "run", "-", "-o", "-", "--resume"); code != ExitFailed || !strings.Contains(stderr, "cannot be resumed") {
+	if code, _, stderr := run(context.Background(), "run", "-", "-o", "-", "--resume"); code != ExitFailed ||
+		!strings.Contains(stderr, "cannot be resumed") {
 		t.Errorf("resume to stdout: got exit %d, %q; want a refusal", code, stderr)
 	}
 }
@@ -295,7 +339,17 @@ func TestRunInvalidUTF8(t *testing.T) {
 	}
 	srv := sandboxServer(t, 0, nil)
 	out := filepath.Join(dir, "out.jsonl")
-	code, stdout, stderr := run(context.Background(), "run", in, "-o", out, "-q", "--json", "--sandbox-url", srv.URL+"/run_code")
+	code, stdout, stderr := run(
+		context.Background(),
+		"run",
+		in,
+		"-o",
+		out,
+		"-q",
+		"--json",
+		"--sandbox-url",
+		srv.URL+"/run_code",
+	)
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -342,9 +396,24 @@ func TestRunInfraFailuresAreNotResults(t *testing.T) {
 	// Nothing listening: the probe fails the run in seconds, nothing scored.
 	dead := filepath.Join(dir, "dead.jsonl")
 	start := time.Now()
-	code, _, stderr := run(context.Background(), "run", in, "-o", dead, "-q", "--sandbox-url", "http://127.0.0.1:1/run_code")
-	if code != ExitFailed || !strings.Contains(stderr, "does not answer") || !strings.Contains(stderr, "connection refused") {
-		t.Errorf("dead sandbox: exit %d, stderr %q; want exit %d and the endpoint that does not answer", code, stderr, ExitFailed)
+	code, _, stderr := run(
+		context.Background(),
+		"run",
+		in,
+		"-o",
+		dead,
+		"-q",
+		"--sandbox-url",
+		"http://127.0.0.1:1/run_code",
+	)
+	if code != ExitFailed || !strings.Contains(stderr, "does not answer") ||
+		!strings.Contains(stderr, "connection refused") {
+		t.Errorf(
+			"dead sandbox: exit %d, stderr %q; want exit %d and the endpoint that does not answer",
+			code,
+			stderr,
+			ExitFailed,
+		)
 	}
 	if took := time.Since(start); took > 10*time.Second { // verl's retries took 74 s on taco
 		t.Errorf("dead sandbox: the run took %v to fail", took)
@@ -371,8 +440,14 @@ func TestRunInfraFailuresAreNotResults(t *testing.T) {
 	defer dropper.Close()
 	start = time.Now()
 	code, _, stderr = run(context.Background(), "run", in, "-o", dead, "-q", "--sandbox-url", dropper.URL+"/run_code")
-	if code != ExitFailed || !strings.Contains(stderr, "sandbox unusable") || !strings.Contains(stderr, "has not answered once") {
-		t.Errorf("dropping sandbox: exit %d, stderr %q; want exit %d and sandbox unusable with the first error", code, stderr, ExitFailed)
+	if code != ExitFailed || !strings.Contains(stderr, "sandbox unusable") ||
+		!strings.Contains(stderr, "has not answered once") {
+		t.Errorf(
+			"dropping sandbox: exit %d, stderr %q; want exit %d and sandbox unusable with the first error",
+			code,
+			stderr,
+			ExitFailed,
+		)
 	}
 	if n := lines(dead); n != 4 {
 		t.Errorf("dropping sandbox: output holds %d rows, want 4", n)
@@ -429,10 +504,13 @@ func TestRunMisspeltKey(t *testing.T) {
 		flags []string
 		want  []string
 	}{
-		{in, []string{"--response-key", "respones"}, []string{`no response column "respones"`, "responses", "reward_model.ground_truth"}},
-		{in, []string{"--ground-truth-key", "reward_model.groundtruth"}, []string{`no ground truth column "reward_model.groundtruth"`}},
+		{in, []string{"--response-key", "respones"}, []string{`no response column "respones"`, "responses",
+			"reward_model.ground_truth"}},
+		{in, []string{"--ground-truth-key", "reward_model.groundtruth"},
+			[]string{`no ground truth column "reward_model.groundtruth"`}},
 		{in, []string{"--data-source-key", "datasource"}, []string{`no data source column "datasource"`, "data_source"}},
-		{"../testdata/rollout/verl_rows.parquet", []string{"--response-key", "respones"}, []string{`verl_rows.parquet: no response column "respones"`, "responses"}},
+		{"../testdata/rollout/verl_rows.parquet", []string{"--response-key", "respones"},
+			[]string{`verl_rows.parquet: no response column "respones"`, "responses"}},
 	} {
 		out := filepath.Join(dir, "out.jsonl")
 		args := append([]string{"run", tc.input, "-o", out, "-q", "--sandbox-url", live.URL + "/run_code"}, tc.flags...)
@@ -499,7 +577,8 @@ func TestRunRefusesABusyOutput(t *testing.T) {
 	if _, err := os.Stat(out + ".lock"); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("lock file left after the run: %v", err)
 	}
-	if code, _, stderr := run(context.Background(), "run", in, "-o", out, "-q", "--sandbox-url", inner.URL+"/run_code"); code != ExitOK {
+	if code, _, stderr := run(context.Background(), "run", in, "-o", out, "-q", "--sandbox-url",
+		inner.URL+"/run_code"); code != ExitOK {
 		t.Errorf("a run after the first ended: exit %d: %s", code, stderr)
 	}
 }
@@ -528,7 +607,9 @@ func TestRunWarnsOnceAboutDumpsWithoutSource(t *testing.T) {
 		flags []string
 		warns int
 	}{{nil, 1}, {[]string{"--data-source", "codecontests"}, 0}, {[]string{"--mode", "continuous"}, 0}} {
-		args := append([]string{"run", in, "-o", filepath.Join(dir, "out.jsonl"), "-q", "--sandbox-url", srv.URL + "/run_code"}, tc.flags...)
+		args := append(
+			[]string{"run", in, "-o", filepath.Join(dir, "out.jsonl"), "-q", "--sandbox-url", srv.URL + "/run_code"},
+			tc.flags...)
 		code, _, stderr := run(context.Background(), args...)
 		if code != ExitOK {
 			t.Fatalf("%v: exit %d: %s", tc.flags, code, stderr)
@@ -549,7 +630,8 @@ func TestRunWarnsOnceAboutDumpsWithoutSource(t *testing.T) {
 func TestRunNewUserDetails(t *testing.T) {
 	dir := t.TempDir()
 	code, _, stderr := run(context.Background(), "run", filepath.Join(dir, "nope.jsonl"))
-	if code != ExitFailed || strings.Contains(stderr, "scoring") || !strings.Contains(stderr, "cannot read input "+filepath.Join(dir, "nope.jsonl")+": no such file") {
+	if code != ExitFailed || strings.Contains(stderr, "scoring") ||
+		!strings.Contains(stderr, "cannot read input "+filepath.Join(dir, "nope.jsonl")+": no such file") {
 		t.Errorf("missing input: exit %d, stderr %q", code, stderr)
 	}
 
@@ -561,7 +643,8 @@ func TestRunNewUserDetails(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("-o DIR/: exit %d: %s", code, stderr)
 	}
-	for _, p := range []string{filepath.Join(outDir, "rows.scored.jsonl"), filepath.Join(dir, "cases.jsonl"), filepath.Join(dir, "summary.json")} {
+	for _, p := range []string{filepath.Join(outDir, "rows.scored.jsonl"), filepath.Join(dir, "cases.jsonl"),
+		filepath.Join(dir, "summary.json")} {
 		st, err := os.Stat(p)
 		if err != nil {
 			t.Errorf("%v", err)
@@ -633,7 +716,17 @@ func TestRunAndDiffAgreeOnMeans(t *testing.T) {
 	in := exampleRows(t, dir, 12)
 	out := filepath.Join(dir, "a.jsonl")
 	srv := sandboxServer(t, 0, nil)
-	code, stdout, stderr := run(context.Background(), "run", in, "-o", out, "-q", "--json", "--sandbox-url", srv.URL+"/run_code")
+	code, stdout, stderr := run(
+		context.Background(),
+		"run",
+		in,
+		"-o",
+		out,
+		"-q",
+		"--json",
+		"--sandbox-url",
+		srv.URL+"/run_code",
+	)
 	if code != ExitOK {
 		t.Fatalf("run: exit %d: %s", code, stderr)
 	}
@@ -666,7 +759,14 @@ func TestRunAndDiffAgreeOnMeans(t *testing.T) {
 	for _, s := range rep.BySource {
 		r := sum.BySource[s.DataSource]
 		if math.Abs(r.MeanScore-s.PromptMeanNew) > 1e-9 || math.Abs(r.MeanOverResponses-s.MeanNew) > 1e-9 {
-			t.Errorf("%s: run mean/prompt %.4f, mean/response %.4f; diff %.4f, %.4f", s.DataSource, r.MeanScore, r.MeanOverResponses, s.PromptMeanNew, s.MeanNew)
+			t.Errorf(
+				"%s: run mean/prompt %.4f, mean/response %.4f; diff %.4f, %.4f",
+				s.DataSource,
+				r.MeanScore,
+				r.MeanOverResponses,
+				s.PromptMeanNew,
+				s.MeanNew,
+			)
 		}
 	}
 }
@@ -720,7 +820,8 @@ func TestRunOnAFleetBehindAGateway(t *testing.T) {
 	in := exampleRows(t, dir, 6)
 	srv := sandboxServer(t, 0, nil)
 	want := filepath.Join(dir, "want.jsonl")
-	if code, _, stderr := run(context.Background(), "run", in, "-o", want, "-q", "--sandbox-url", srv.URL+"/run_code"); code != ExitOK {
+	if code, _, stderr := run(context.Background(), "run", in, "-o", want, "-q", "--sandbox-url",
+		srv.URL+"/run_code"); code != ExitOK {
 		t.Fatalf("single server: exit %d: %s", code, stderr)
 	}
 	gateway, _ := frontServer(t, srv, func(r *http.Request) int {
@@ -734,8 +835,24 @@ func TestRunOnAFleetBehindAGateway(t *testing.T) {
 	summary := filepath.Join(dir, "summary.json")
 	cases := filepath.Join(dir, "cases.jsonl")
 	dead := "http://user:s3cret-token@127.0.0.1:1/run_code"
-	code, stdout, stderr := run(context.Background(), "run", in, "-o", out, "--json", "--summary", summary, "--cases-out", cases,
-		"--sandbox-url", dead, "--sandbox-url", gateway.URL+"/run_code?key=s3cret-token", "--sandbox-header", "Authorization: Bearer $SANDBOX_TOKEN")
+	code, stdout, stderr := run(
+		context.Background(),
+		"run",
+		in,
+		"-o",
+		out,
+		"--json",
+		"--summary",
+		summary,
+		"--cases-out",
+		cases,
+		"--sandbox-url",
+		dead,
+		"--sandbox-url",
+		gateway.URL+"/run_code?key=s3cret-token",
+		"--sandbox-header",
+		"Authorization: Bearer $SANDBOX_TOKEN",
+	)
 	if code != ExitOK {
 		t.Fatalf("fleet: exit %d: %s", code, stderr)
 	}
@@ -746,7 +863,8 @@ func TestRunOnAFleetBehindAGateway(t *testing.T) {
 	}
 	sumFile, _ := os.ReadFile(summary)
 	casesFile, _ := os.ReadFile(cases)
-	for name, text := range map[string]string{"stdout": stdout, "stderr": stderr, "summary": string(sumFile), "cases": string(casesFile)} {
+	for name, text := range map[string]string{"stdout": stdout, "stderr": stderr, "summary": string(sumFile),
+		"cases": string(casesFile)} {
 		if strings.Contains(text, "s3cret") {
 			t.Errorf("%s prints the token", name)
 		}
@@ -772,7 +890,11 @@ func TestRunOnAFleetBehindAGateway(t *testing.T) {
 // frontServer is a gateway in front of backend: it answers gate's status
 // when gate refuses a request (non-zero), passes the others on, and counts
 // those it passed.
-func frontServer(t *testing.T, backend *httptest.Server, gate func(*http.Request) int) (*httptest.Server, *atomic.Int64) {
+func frontServer(
+	t *testing.T,
+	backend *httptest.Server,
+	gate func(*http.Request) int,
+) (*httptest.Server, *atomic.Int64) {
 	t.Helper()
 	var passed atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -811,7 +933,8 @@ func TestRunCacheAcrossRuns(t *testing.T) {
 	cache := filepath.Join(dir, "cache")
 	url := srv.URL + "/run_code"
 	first := filepath.Join(dir, "first.jsonl")
-	if code, _, stderr := run(context.Background(), "run", in, "-o", first, "-q", "--cache", cache, "--sandbox-url", url); code != ExitOK {
+	if code, _, stderr := run(context.Background(), "run", in, "-o", first, "-q", "--cache", cache, "--sandbox-url",
+		url); code != ExitOK {
 		t.Fatalf("first run: exit %d: %s", code, stderr)
 	}
 	afterFirst := sent.Load()
@@ -819,7 +942,19 @@ func TestRunCacheAcrossRuns(t *testing.T) {
 		t.Fatal("the first run sent nothing")
 	}
 	second := filepath.Join(dir, "second.jsonl")
-	code, stdout, stderr := run(context.Background(), "run", in, "-o", second, "-q", "--json", "--cache", cache, "--sandbox-url", url)
+	code, stdout, stderr := run(
+		context.Background(),
+		"run",
+		in,
+		"-o",
+		second,
+		"-q",
+		"--json",
+		"--cache",
+		cache,
+		"--sandbox-url",
+		url,
+	)
 	if code != ExitOK {
 		t.Fatalf("second run: exit %d: %s", code, stderr)
 	}
@@ -851,7 +986,19 @@ func TestRunCacheAcrossRuns(t *testing.T) {
 
 	// A dead sandbox: every case -1, nothing stored.
 	deadCache := filepath.Join(dir, "dead-cache")
-	run(context.Background(), "run", in, "-o", filepath.Join(dir, "dead.jsonl"), "-q", "--retry-overload=false", "--cache", deadCache, "--sandbox-url", "http://127.0.0.1:1/run_code")
+	run(
+		context.Background(),
+		"run",
+		in,
+		"-o",
+		filepath.Join(dir, "dead.jsonl"),
+		"-q",
+		"--retry-overload=false",
+		"--cache",
+		deadCache,
+		"--sandbox-url",
+		"http://127.0.0.1:1/run_code",
+	)
 	entries := 0
 	filepath.Walk(deadCache, func(p string, info os.FileInfo, err error) error {
 		if err == nil && !info.IsDir() {
@@ -877,7 +1024,8 @@ func TestRunShardsAndMerge(t *testing.T) {
 	}
 	var outs []string
 	for k := range 3 {
-		if code, _, stderr := run(context.Background(), "run", in, "-q", "--shard", fmt.Sprintf("%d/3", k), "--sandbox-url", url); code != ExitOK {
+		if code, _, stderr := run(context.Background(), "run", in, "-q", "--shard", fmt.Sprintf("%d/3", k),
+			"--sandbox-url", url); code != ExitOK {
 			t.Fatalf("shard %d: exit %d: %s", k, code, stderr)
 		}
 		out := strings.TrimSuffix(in, ".jsonl") + fmt.Sprintf(".scored.shard-%d-of-3.jsonl", k)
@@ -887,7 +1035,9 @@ func TestRunShardsAndMerge(t *testing.T) {
 		outs = append(outs, out)
 	}
 	merged := filepath.Join(dir, "merged.jsonl")
-	code, stdout, stderr := run(context.Background(), append([]string{"merge", merged, "--json"}, outs[2], outs[0], outs[1])...)
+	code, stdout, stderr := run(
+		context.Background(),
+		append([]string{"merge", merged, "--json"}, outs[2], outs[0], outs[1])...)
 	if code != ExitOK {
 		t.Fatalf("merge: exit %d: %s", code, stderr)
 	}
@@ -902,10 +1052,12 @@ func TestRunShardsAndMerge(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &sum); err != nil || sum.Overall.Prompts != 9 {
 		t.Errorf("merged summary: %+v %v", sum, err)
 	}
-	if code, _, stderr := run(context.Background(), "merge", merged, outs[0], outs[1]); code != ExitFailed || !strings.Contains(stderr, "2 shard outputs were given") {
+	if code, _, stderr := run(context.Background(), "merge", merged, outs[0], outs[1]); code != ExitFailed ||
+		!strings.Contains(stderr, "2 shard outputs were given") {
 		t.Errorf("merge of 2 of 3 shards: exit %d, %s", code, stderr)
 	}
-	if code, _, stderr := run(context.Background(), "run", in, "--shard", "3/3"); code != ExitUsage || !strings.Contains(stderr, "--shard") {
+	if code, _, stderr := run(context.Background(), "run", in, "--shard", "3/3"); code != ExitUsage ||
+		!strings.Contains(stderr, "--shard") {
 		t.Errorf("--shard 3/3: exit %d, %s", code, stderr)
 	}
 }
@@ -921,7 +1073,8 @@ func TestRunInputErrors(t *testing.T) {
 	out := filepath.Join(dir, "style.jsonl")
 	code, _, stderr := run(context.Background(), "run", "../testdata/example.jsonl", "-o", out, "-q", "--sandbox-url", url,
 		"--ground-truth-key", "reward_model.style")
-	if code != ExitFailed || !strings.Contains(stderr, "38 of 38 responses") || !strings.Contains(stderr, "--max-input-errors") ||
+	if code != ExitFailed || !strings.Contains(stderr, "38 of 38 responses") ||
+		!strings.Contains(stderr, "--max-input-errors") ||
 		!strings.Contains(stderr, "first: row 0 response 0: invalid test_cases JSON format") {
 		t.Errorf("wrong ground-truth key: exit %d, stderr %q; want exit 1 naming the first row", code, stderr)
 	}
@@ -929,13 +1082,29 @@ func TestRunInputErrors(t *testing.T) {
 		t.Errorf("wrong ground-truth key: the output holds %d rows, want 22", strings.Count(string(b), "\n"))
 	}
 	// Under the bound: a warning-free exit 0.
-	if code, _, stderr := run(context.Background(), "run", "../testdata/example.jsonl", "-o", out, "-q", "--sandbox-url", url,
+	if code, _, stderr := run(context.Background(), "run", "../testdata/example.jsonl", "-o", out, "-q",
+		"--sandbox-url", url,
 		"--ground-truth-key", "reward_model.style", "--max-input-errors", "1"); code != ExitOK {
 		t.Errorf("--max-input-errors 1: exit %d: %s", code, stderr)
 	}
 
-	in := writeFile(t, dir, "bad.jsonl", `{"data_source":"x","responses":["`+"```python\\nprint(1)\\n```"+`"],"reward_model":{"ground_truth":"{\"inputs\":[\"\"],\"outputs\":[\"1\"]}"}}`+"\nthis is not json\n")
-	code, stdout, stderr := run(context.Background(), "run", in, "-o", filepath.Join(dir, "bad.out.jsonl"), "-q", "--json", "--sandbox-url", url)
+	in := writeFile(
+		t,
+		dir,
+		"bad.jsonl",
+		`{"data_source":"x","responses":["`+"```python\\nprint(1)\\n```"+`"],"reward_model":{"ground_truth":"{\"inputs\":[\"\"],\"outputs\":[\"1\"]}"}}`+"\nthis is not json\n",
+	)
+	code, stdout, stderr := run(
+		context.Background(),
+		"run",
+		in,
+		"-o",
+		filepath.Join(dir, "bad.out.jsonl"),
+		"-q",
+		"--json",
+		"--sandbox-url",
+		url,
+	)
 	if code != ExitOK {
 		t.Fatalf("a line that is not JSON: exit %d: %s", code, stderr)
 	}
@@ -951,7 +1120,8 @@ func TestRunInputErrors(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
 		t.Fatal(err)
 	}
-	if sum.Overall.Prompts != 1 || sum.Overall.Responses != 1 || sum.Overall.Mean != 1 || sum.Unreadable != 1 || !strings.Contains(sum.First, "bad.jsonl:2") {
+	if sum.Overall.Prompts != 1 || sum.Overall.Responses != 1 || sum.Overall.Mean != 1 || sum.Unreadable != 1 ||
+		!strings.Contains(sum.First, "bad.jsonl:2") {
 		t.Errorf("a line that is not JSON: summary %+v; want 1 prompt with mean 1 and 1 unreadable row at bad.jsonl:2", sum)
 	}
 	if strings.Contains(stderr, "without a data source") || !strings.Contains(stderr, "1 input row could not be read") {
@@ -966,7 +1136,16 @@ func TestRunInputErrors(t *testing.T) {
 func TestRunRecordsProvenance(t *testing.T) {
 	dir := t.TempDir()
 	in := exampleRows(t, dir, 3)
-	out, cases, summary := filepath.Join(dir, "out.parquet"), filepath.Join(dir, "cases.jsonl"), filepath.Join(dir, "summary.json")
+	out, cases, summary := filepath.Join(
+		dir,
+		"out.parquet",
+	), filepath.Join(
+		dir,
+		"cases.jsonl",
+	), filepath.Join(
+		dir,
+		"summary.json",
+	)
 	code, _, stderr := run(context.Background(), "run", in, "-o", out, "--cases-out", cases, "--summary", summary, "-q",
 		"--timeout", "7", "--sandbox-header", "Authorization: Bearer s3cret-token")
 	if code != ExitOK {
@@ -1000,7 +1179,8 @@ func TestRunRecordsProvenance(t *testing.T) {
 	kv := pf.MetaData().KeyValueMetadata().FindValue(results.ProvenanceKey)
 	pf.Close()
 	var fromParquet results.Provenance
-	if kv == nil || json.Unmarshal([]byte(*kv), &fromParquet) != nil || fromParquet.Started != p.Started || len(fromParquet.Toolchains) == 0 {
+	if kv == nil || json.Unmarshal([]byte(*kv), &fromParquet) != nil || fromParquet.Started != p.Started ||
+		len(fromParquet.Toolchains) == 0 {
 		t.Errorf("parquet metadata %s = %v", results.ProvenanceKey, kv)
 	}
 	c, _ := os.ReadFile(cases)
@@ -1008,17 +1188,29 @@ func TestRunRecordsProvenance(t *testing.T) {
 	var fromCases struct {
 		Provenance results.Provenance `json:"provenance"`
 	}
-	if json.Unmarshal([]byte(first), &fromCases) != nil || fromCases.Provenance.Started != p.Started || fromCases.Provenance.Version != p.Version {
+	if json.Unmarshal([]byte(first), &fromCases) != nil || fromCases.Provenance.Started != p.Started ||
+		fromCases.Provenance.Version != p.Version {
 		t.Errorf("cases file's first line: %.300s", first)
 	}
-	if code, _, stderr := run(context.Background(), "report", out, "--cases", cases, "-o", filepath.Join(dir, "r.html")); code != ExitOK {
+	if code, _, stderr := run(context.Background(), "report", out, "--cases", cases, "-o", filepath.Join(dir,
+		"r.html")); code != ExitOK {
 		t.Errorf("report on a cases file with provenance: exit %d: %s", code, stderr)
 	}
 
 	// --cases-out x.parquet writes parquet: every case, the provenance in
 	// its metadata, and report reads it.
 	pcases := filepath.Join(dir, "cases.parquet")
-	code, stdout, stderr := run(context.Background(), "run", in, "-o", filepath.Join(dir, "out2.jsonl"), "--cases-out", pcases, "-q", "--json")
+	code, stdout, stderr := run(
+		context.Background(),
+		"run",
+		in,
+		"-o",
+		filepath.Join(dir, "out2.jsonl"),
+		"--cases-out",
+		pcases,
+		"-q",
+		"--json",
+	)
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -1037,7 +1229,8 @@ func TestRunRecordsProvenance(t *testing.T) {
 	if err != nil || n == 0 || n != sum2.Overall.Cases || !strings.Contains(string(prov), `"tool":"verl-score"`) {
 		t.Errorf("parquet cases file: %v, %d cases read back of %d, provenance %s", err, n, sum2.Overall.Cases, prov)
 	}
-	if code, _, stderr := run(context.Background(), "report", filepath.Join(dir, "out2.jsonl"), "--cases", pcases, "-o", filepath.Join(dir, "r2.html")); code != ExitOK {
+	if code, _, stderr := run(context.Background(), "report", filepath.Join(dir, "out2.jsonl"), "--cases", pcases,
+		"-o", filepath.Join(dir, "r2.html")); code != ExitOK {
 		t.Errorf("report on a parquet cases file: exit %d: %s", code, stderr)
 	}
 }
@@ -1050,10 +1243,23 @@ func TestRunMaxConcurrentAuto(t *testing.T) {
 	dir := t.TempDir()
 	fixed, auto := filepath.Join(dir, "fixed.jsonl"), filepath.Join(dir, "auto.jsonl")
 	url := srv.URL + "/run_code"
-	if code, _, stderr := run(context.Background(), "run", "../testdata/example.jsonl", "-o", fixed, "-q", "--sandbox-url", url, "--max-concurrent", "8"); code != 0 {
+	if code, _, stderr := run(context.Background(), "run", "../testdata/example.jsonl", "-o", fixed, "-q",
+		"--sandbox-url", url, "--max-concurrent", "8"); code != 0 {
 		t.Fatalf("fixed limit: exit %d: %s", code, stderr)
 	}
-	code, stdout, stderr := run(context.Background(), "run", "../testdata/example.jsonl", "-o", auto, "--summary", auto+".summary", "--sandbox-url", url, "--max-concurrent", "auto:8")
+	code, stdout, stderr := run(
+		context.Background(),
+		"run",
+		"../testdata/example.jsonl",
+		"-o",
+		auto,
+		"--summary",
+		auto+".summary",
+		"--sandbox-url",
+		url,
+		"--max-concurrent",
+		"auto:8",
+	)
 	if code != 0 {
 		t.Fatalf("auto: exit %d: %s", code, stderr)
 	}
@@ -1072,10 +1278,14 @@ func TestRunMaxConcurrentAuto(t *testing.T) {
 	if err := json.Unmarshal(b, &sum); err != nil || len(sum.Endpoints) != 1 || sum.Endpoints[0].Adaptive == nil {
 		t.Fatalf("summary endpoints: %v %s", err, b)
 	}
-	if ad := sum.Endpoints[0].Adaptive; ad.Limit < 1 || ad.Highest > 8 || ad.Lowest > ad.Limit || ad.Mean < float64(ad.Lowest) || ad.Mean > float64(ad.Highest) {
+	if ad := sum.Endpoints[0].Adaptive; ad.Limit < 1 || ad.Highest > 8 || ad.Lowest > ad.Limit ||
+		ad.Mean < float64(ad.Lowest) ||
+		ad.Mean > float64(ad.Highest) {
 		t.Errorf("adaptive limit %+v: want between 1 and the ceiling 8", ad)
 	}
-	if code, _, stderr := run(context.Background(), "run", "../testdata/example.jsonl", "-o", auto, "--sandbox-url", url, "--max-concurrent", "auto:x"); code != ExitUsage || !strings.Contains(stderr, "max_concurrent") {
+	if code, _, stderr := run(context.Background(), "run", "../testdata/example.jsonl", "-o", auto, "--sandbox-url",
+		url, "--max-concurrent", "auto:x"); code != ExitUsage ||
+		!strings.Contains(stderr, "max_concurrent") {
 		t.Errorf("auto:x: exit %d, %s; want a usage error naming max_concurrent", code, stderr)
 	}
 }

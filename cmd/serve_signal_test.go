@@ -46,7 +46,11 @@ func TestServeStopsOnOneSIGTERM(t *testing.T) {
 		}
 	}
 	// A body far over --max-body gets 413, not a reset connection.
-	big, err := http.Post(base+"/run_code", "application/json", strings.NewReader(`{"code": "`+strings.Repeat("x", 100<<20)+`", "language": "python"}`))
+	big, err := http.Post(
+		base+"/run_code",
+		"application/json",
+		strings.NewReader(`{"code": "`+strings.Repeat("x", 100<<20)+`", "language": "python"}`),
+	)
 	if err != nil {
 		t.Errorf("a 100 MB body: %v, want a 413", err)
 	} else {
@@ -84,11 +88,19 @@ func TestServeStopsOnOneSIGTERM(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(b), "draining") {
 		t.Errorf("/health while draining: %d %s, want 503 draining", resp.StatusCode, b)
 	}
-	resp, err = http.Post(base+"/run_code", "application/json", strings.NewReader(`{"code": "print(1)", "language": "python"}`))
+	resp, err = http.Post(
+		base+"/run_code",
+		"application/json",
+		strings.NewReader(`{"code": "print(1)", "language": "python"}`),
+	)
 	if err == nil {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
-			t.Errorf("a new request while draining: %d (Retry-After %q), want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+			t.Errorf(
+				"a new request while draining: %d (Retry-After %q), want 503 with Retry-After",
+				resp.StatusCode,
+				resp.Header.Get("Retry-After"),
+			)
 		}
 	}
 	select {

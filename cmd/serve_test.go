@@ -163,7 +163,8 @@ func TestServeHelpPointsVerlAtIt(t *testing.T) {
 	if err := c.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"reward_model.sandbox_fusion.url=http://127.0.0.1:8080/run_code", "--slots", "EXIT STATUS"} {
+	for _, want := range []string{"reward_model.sandbox_fusion.url=http://127.0.0.1:8080/run_code", "--slots",
+		"EXIT STATUS"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("help lacks %q:\n%s", want, out.String())
 		}
@@ -212,7 +213,10 @@ func TestDoctorOutput(t *testing.T) {
 
 	t.Run("json", func(t *testing.T) {
 		var out bytes.Buffer
-		err := runDoctor(context.Background(), &doctorOptions{JSON: true, Out: &out, toolchains: fakeTools, protections: fakeProt})
+		err := runDoctor(
+			context.Background(),
+			&doctorOptions{JSON: true, Out: &out, toolchains: fakeTools, protections: fakeProt},
+		)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -56,7 +56,8 @@ func TestShowGolden(t *testing.T) {
 	if code != ExitOK || strings.Count(stdout, "── task-") != 4 || !strings.Contains(stdout, "given with --cases") {
 		t.Errorf("show --failed: exit %d\n%s", code, stdout)
 	}
-	if code, _, stderr := run(context.Background(), "show", out, "7:0"); code != ExitFailed || !strings.Contains(stderr, "no response matches 7:0") {
+	if code, _, stderr := run(context.Background(), "show", out, "7:0"); code != ExitFailed ||
+		!strings.Contains(stderr, "no response matches 7:0") {
 		t.Errorf("show of a row that is not there: exit %d, %s", code, stderr)
 	}
 }
@@ -87,7 +88,9 @@ func TestCheckJUnitFailureBody(t *testing.T) {
 	}
 	body := regexp.MustCompile(`(?s)<testcase name="task-0#0".*?</testcase>`).FindString(string(b))
 	golden := filepath.Join("..", "testdata", "show", "junit_failure.golden")
-	body = regexp.MustCompile(`(">)[^<&]*/claimed\.jsonl:`).ReplaceAllString(body, "${1}claimed.jsonl:") // the temporary directory
+	body = regexp.MustCompile(`(">)[^<&]*/claimed\.jsonl:`).
+		ReplaceAllString(body, "${1}claimed.jsonl:")
+		// the temporary directory
 	if *updateShow {
 		os.WriteFile(golden, []byte(body+"\n"), 0o644)
 	}

@@ -30,14 +30,26 @@ func TestWorkerAnswersEachLineInOrder(t *testing.T) {
 		if i%5 == 4 {
 			code = "```python\\nn=int(input())\\nprint(6 if n==3 else 0)\\n```"
 		}
-		fmt.Fprintf(&in, `{"id": %s, "data_source": "taco", "solution_str": "%s", "ground_truth": %s}`+"\n", []string{`1`, `"s"`, `{"k": [1]}`, `null`}[i%4], code, gt)
+		fmt.Fprintf(
+			&in,
+			`{"id": %s, "data_source": "taco", "solution_str": "%s", "ground_truth": %s}`+"\n",
+			[]string{`1`, `"s"`, `{"k": [1]}`, `null`}[i%4],
+			code,
+			gt,
+		)
 	}
 	in.WriteString("\nnot json\n")
 	in.WriteString(`{"id": 99, "data_source": "taco", "ground_truth": {"inputs": ["1"], "outputs": ["1"]}}` + "\n")
-	in.WriteString(`{"id": 100, "data_source": "mbpp", "solution_str": "` + "```python\\ndef f(x): return x\\n```" + `", "ground_truth": {"inputs": ["1"], "outputs": ["1"]}, "language": "nodejs"}`)
+	in.WriteString(
+		`{"id": 100, "data_source": "mbpp", "solution_str": "` + "```python\\ndef f(x): return x\\n```" + `", "ground_truth": {"inputs": ["1"], "outputs": ["1"]}, "language": "nodejs"}`,
+	)
 
 	var out, errb bytes.Buffer
-	code := Run(context.Background(), []string{"worker", "--sandbox-url", srv.URL}, Streams{In: strings.NewReader(in.String()), Out: &out, ErrOut: &errb})
+	code := Run(
+		context.Background(),
+		[]string{"worker", "--sandbox-url", srv.URL},
+		Streams{In: strings.NewReader(in.String()), Out: &out, ErrOut: &errb},
+	)
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
@@ -46,7 +58,8 @@ func TestWorkerAnswersEachLineInOrder(t *testing.T) {
 		t.Fatalf("got %d lines, want a ready line and 23 results:\n%s", len(lines), out.String())
 	}
 	var ready worker.Ready
-	if err := json.Unmarshal([]byte(lines[0]), &ready); err != nil || !ready.Ready || ready.Version != version.Number() || !strings.Contains(ready.Sandbox, "SandboxFusion") {
+	if err := json.Unmarshal([]byte(lines[0]), &ready); err != nil || !ready.Ready || ready.Version != version.Number() ||
+		!strings.Contains(ready.Sandbox, "SandboxFusion") {
 		t.Fatalf("ready line %q (%v)", lines[0], err)
 	}
 	results := make([]worker.Result, len(lines)-1)
@@ -69,7 +82,8 @@ func TestWorkerAnswersEachLineInOrder(t *testing.T) {
 			t.Errorf("result %d: %+v, want score %v verdicts %s", i, r, want, verdicts)
 		}
 	}
-	if r := results[20]; r.Score != 0 || !strings.Contains(r.Error, "request line 22: not a JSON request object") || string(r.ID) != "null" {
+	if r := results[20]; r.Score != 0 || !strings.Contains(r.Error, "request line 22: not a JSON request object") ||
+		string(r.ID) != "null" {
 		t.Errorf("the line that is not JSON: %+v", r)
 	}
 	if r := results[21]; string(r.ID) != "99" || r.Error != "request line 23: no solution_str" {
@@ -84,7 +98,11 @@ func TestWorkerAnswersEachLineInOrder(t *testing.T) {
 // worker's own message when no ready line comes.
 func TestWorkerBadOptionFailsBeforeReady(t *testing.T) {
 	var out, errb bytes.Buffer
-	code := Run(context.Background(), []string{"worker", "--timeout", "-1"}, Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errb})
+	code := Run(
+		context.Background(),
+		[]string{"worker", "--timeout", "-1"},
+		Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errb},
+	)
 	if code == ExitOK || out.Len() != 0 || !strings.Contains(errb.String(), "timeout must be positive") {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
 	}
@@ -93,7 +111,8 @@ func TestWorkerBadOptionFailsBeforeReady(t *testing.T) {
 func TestVersion(t *testing.T) {
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		code, stdout, stderr := run(context.Background(), args...)
-		if code != ExitOK || stdout != version.String()+"\n" || !strings.HasPrefix(stdout, "verl-score "+version.Number()+" (revision ") {
+		if code != ExitOK || stdout != version.String()+"\n" ||
+			!strings.HasPrefix(stdout, "verl-score "+version.Number()+" (revision ") {
 			t.Errorf("%v: exit %d, %q, %q", args, code, stdout, stderr)
 		}
 	}
@@ -118,13 +137,30 @@ func needProgram(t *testing.T, name string) {
 func TestRunSaysWhenEveryRubyProgramCrashes(t *testing.T) {
 	needProgram(t, "ruby")
 	dir := t.TempDir()
-	in := writeFile(t, dir, "ruby.jsonl", `{"data_source":"multipl_e","responses":["`+"```ruby\\nputs gets.to_i * 2\\n```"+`","`+"```ruby\\nx = gets.to_i\\nputs x + x\\n```"+`"],"reward_model":{"ground_truth":"{\"inputs\": [\"2\\n\"], \"outputs\": [\"4\\n\"]}"}}`+"\n")
+	in := writeFile(
+		t,
+		dir,
+		"ruby.jsonl",
+		`{"data_source":"multipl_e","responses":["`+"```ruby\\nputs gets.to_i * 2\\n```"+`","`+"```ruby\\nx = gets.to_i\\nputs x + x\\n```"+`"],"reward_model":{"ground_truth":"{\"inputs\": [\"2\\n\"], \"outputs\": [\"4\\n\"]}"}}`+"\n",
+	)
 	summary := filepath.Join(dir, "summary.json")
-	code, _, stderr := run(context.Background(), "run", in, "-o", filepath.Join(dir, "out.jsonl"), "-q", "--language", "auto", "--summary", summary)
+	code, _, stderr := run(
+		context.Background(),
+		"run",
+		in,
+		"-o",
+		filepath.Join(dir, "out.jsonl"),
+		"-q",
+		"--language",
+		"auto",
+		"--summary",
+		summary,
+	)
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	if !strings.Contains(stderr, "warning: every ruby response (2) crashed at start with SIGSEGV and no output") || !strings.Contains(stderr, "--ruby-stack-mb 8") {
+	if !strings.Contains(stderr, "warning: every ruby response (2) crashed at start with SIGSEGV and no output") ||
+		!strings.Contains(stderr, "--ruby-stack-mb 8") {
 		t.Errorf("no warning: %s", stderr)
 	}
 	var sum struct {
@@ -134,13 +170,16 @@ func TestRunSaysWhenEveryRubyProgramCrashes(t *testing.T) {
 		} `json:"crashed_at_start"`
 	}
 	data, _ := os.ReadFile(summary)
-	if err := json.Unmarshal(data, &sum); err != nil || len(sum.Crashed) != 1 || sum.Crashed[0].Language != "ruby" || sum.Crashed[0].Responses != 2 || sum.Crashed[0].Cause == "" {
+	if err := json.Unmarshal(data, &sum); err != nil || len(sum.Crashed) != 1 || sum.Crashed[0].Language != "ruby" ||
+		sum.Crashed[0].Responses != 2 ||
+		sum.Crashed[0].Cause == "" {
 		t.Errorf("summary: %s (%v)", data, err)
 	}
 	out := filepath.Join(dir, "lifted.jsonl")
 	code, _, stderr = run(context.Background(), "run", in, "-o", out, "-q", "--language", "auto", "--ruby-stack-mb", "8")
 	data, _ = os.ReadFile(out)
-	if code != ExitOK || !strings.Contains(string(data), `"reward":[1.0,1.0]`) || strings.Contains(stderr, "crashed at start") {
+	if code != ExitOK || !strings.Contains(string(data), `"reward":[1.0,1.0]`) ||
+		strings.Contains(stderr, "crashed at start") {
 		t.Errorf("with --ruby-stack-mb 8: exit %d, %s, %s", code, data, stderr)
 	}
 }

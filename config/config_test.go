@@ -31,7 +31,8 @@ func load(t *testing.T, args []string) (*Config, *Loader, error) {
 func TestPrecedence(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "c.yaml")
-	if err := os.WriteFile(file, []byte("max_concurrent: 7\ntimeout: 3\nmode: all\nmemory_limit_mb: 512\n"), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte("max_concurrent: 7\ntimeout: 3\nmode: all\nmemory_limit_mb: 512\n"),
+		0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("VERL_SCORE_TIMEOUT", "5")
@@ -110,7 +111,8 @@ func TestConfigFileFaults(t *testing.T) {
 		fileFault  bool
 		want       []string
 	}{
-		{"typo.yaml", "max_concurent: 128\n", nil, true, []string{"typo.yaml", `unknown key "max_concurent"`, `did you mean "max_concurrent"`}},
+		{"typo.yaml", "max_concurent: 128\n", nil, true, []string{"typo.yaml", `unknown key "max_concurent"`,
+			`did you mean "max_concurrent"`}},
 		{"nested.yaml", "sandbox:\n  url: x\n", nil, true, []string{`unknown key "sandbox.url"`}},
 		{"range.yaml", "mode: sometimes\n", nil, true, []string{"range.yaml", "mode must be one of"}},
 		{"broken.yaml", "mode: [\n", nil, true, []string{"broken.yaml"}},
@@ -163,8 +165,10 @@ func TestFlagAlias(t *testing.T) {
 func TestEverySettingReachesTheConfig(t *testing.T) {
 	other := map[string]string{ // values of the settings whose default cannot be bumped blindly
 		"mode": "all", "extract": "prime", "compare": "tokens", "data_source_key": "src", "infra_errors": "mask",
-		"pass_k": "1,3", "isolation": "none", "language": "cpp", "max_concurrent": "auto:32", "outage_grace": "5s", "seccomp": "off",
-		"listen": "0.0.0.0:9000", "max_queue": "5", "max_queue_bytes": "1MiB", "max_body": "1MiB", "shutdown_timeout": "5s", "log_level": "debug",
+		"pass_k": "1,3", "isolation": "none", "language": "cpp", "max_concurrent": "auto:32", "outage_grace": "5s",
+		"seccomp": "off",
+		"listen":  "0.0.0.0:9000", "max_queue": "5", "max_queue_bytes": "1MiB", "max_body": "1MiB",
+		"shutdown_timeout": "5s", "log_level": "debug",
 	}
 	base, baseLoader, err := load(t, nil)
 	if err != nil {
@@ -174,7 +178,8 @@ func TestEverySettingReachesTheConfig(t *testing.T) {
 		if st.Commands == 0 {
 			t.Errorf("setting %q is no command's", st.Key)
 		}
-		if !slices.ContainsFunc(baseLoader.Effective(), func(e Entry) bool { return e.Key == st.Key }) && st.Commands&Run != 0 {
+		if !slices.ContainsFunc(baseLoader.Effective(), func(e Entry) bool { return e.Key == st.Key }) &&
+			st.Commands&Run != 0 {
 			t.Errorf("run's provenance does not list %q", st.Key)
 		}
 		fs := pflag.NewFlagSet("config", pflag.ContinueOnError)
@@ -239,7 +244,8 @@ func TestServeSettings(t *testing.T) {
 	t.Setenv("VERL_SCORE_SLOTS", "5")
 	t.Setenv("VERL_SCORE_SHUTDOWN_TIMEOUT", "7s")
 	c, l = serve(t, "--max-body", "1KiB")
-	if c.Server.Slots != 5 || c.Server.ShutdownTimeout != 7*time.Second || c.Server.MaxBodyBytes != 1024 || l.Source("slots") != "env VERL_SCORE_SLOTS" {
+	if c.Server.Slots != 5 || c.Server.ShutdownTimeout != 7*time.Second || c.Server.MaxBodyBytes != 1024 ||
+		l.Source("slots") != "env VERL_SCORE_SLOTS" {
 		t.Errorf("from the environment: %+v (slots from %s)", c.Server, l.Source("slots"))
 	}
 	// run keeps its own --max-concurrent: requests in flight.
@@ -296,7 +302,8 @@ func TestConcurrencyAndGraceValues(t *testing.T) {
 		bad  bool
 	}{
 		{"64", 64, false, false}, {"auto", DefaultAutoCeiling, true, false}, {"auto:32", 32, true, false},
-		{"0", 0, false, true}, {"auto:0", 0, false, true}, {"autox", 0, false, true}, {"auto:", 0, false, true}, {"-3", 0, false, true},
+		{"0", 0, false, true}, {"auto:0", 0, false, true}, {"autox", 0, false, true}, {"auto:", 0, false, true}, {"-3", 0,
+			false, true},
 	} {
 		n, auto, err := ParseConcurrency(tc.in)
 		if (err != nil) != tc.bad || (!tc.bad && (n != tc.n || auto != tc.auto)) {
@@ -306,7 +313,8 @@ func TestConcurrencyAndGraceValues(t *testing.T) {
 			t.Errorf("error %q does not name the key", err)
 		}
 	}
-	for in, want := range map[string]time.Duration{"30s": 30 * time.Second, "2m": 2 * time.Minute, "12.5": 12500 * time.Millisecond, "0": 0} {
+	for in, want := range map[string]time.Duration{"30s": 30 * time.Second, "2m": 2 * time.Minute,
+		"12.5": 12500 * time.Millisecond, "0": 0} {
 		if d, err := parseGrace(in); err != nil || d != want {
 			t.Errorf("parseGrace(%q) = %v, %v, want %v", in, d, err, want)
 		}

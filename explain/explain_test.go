@@ -35,14 +35,40 @@ func TestCause(t *testing.T) {
 		want string
 	}{
 		{"passed", verdict.Case{Status: verdict.StatusSuccess}, ""},
-		{"wrong answer", verdict.Case{Status: verdict.StatusWrongAnswer, ExpectedOutput: "3\n4", Stdout: sp("3\n5\n")}, `wrong answer, line 2: expected "4", got "5"`},
-		{"python exception", verdict.Case{Status: verdict.StatusRuntimeError, Stderr: sp(traceback)}, "runtime error: ZeroDivisionError at line 3 in f"},
-		{"other crash", verdict.Case{Status: verdict.StatusRuntimeError, Stderr: sp("terminate called\nAborted (core dumped)\n")}, "runtime error: Aborted (core dumped)"},
-		{"compile error", verdict.Case{Status: verdict.StatusCompileError, CompileStderr: sp("main.cpp: In function 'int main()':\nmain.cpp:3:5: error: 'x' was not declared in this scope\n")},
-			"compile error: main.cpp:3:5: error: 'x' was not declared in this scope"},
-		{"timeout", verdict.Case{Status: verdict.StatusTimeout, Stdout: sp("step 1\nstep 2\n")}, `timeout, last output "step 2"`},
+		{
+			"wrong answer",
+			verdict.Case{Status: verdict.StatusWrongAnswer, ExpectedOutput: "3\n4", Stdout: sp("3\n5\n")},
+			`wrong answer, line 2: expected "4", got "5"`,
+		},
+		{
+			"python exception",
+			verdict.Case{Status: verdict.StatusRuntimeError, Stderr: sp(traceback)},
+			"runtime error: ZeroDivisionError at line 3 in f",
+		},
+		{
+			"other crash",
+			verdict.Case{Status: verdict.StatusRuntimeError, Stderr: sp("terminate called\nAborted (core dumped)\n")},
+			"runtime error: Aborted (core dumped)",
+		},
+		{
+			"compile error",
+			verdict.Case{
+				Status:        verdict.StatusCompileError,
+				CompileStderr: sp("main.cpp: In function 'int main()':\nmain.cpp:3:5: error: 'x' was not declared in this scope\n"),
+			},
+			"compile error: main.cpp:3:5: error: 'x' was not declared in this scope",
+		},
+		{
+			"timeout",
+			verdict.Case{Status: verdict.StatusTimeout, Stdout: sp("step 1\nstep 2\n")},
+			`timeout, last output "step 2"`,
+		},
 		{"silent timeout", verdict.Case{Status: verdict.StatusTimeout}, "timeout, no output"},
-		{"sandbox", verdict.Case{Status: verdict.StatusAPIError, APIRequestError: sp("connection refused")}, "api_error: connection refused"},
+		{
+			"sandbox",
+			verdict.Case{Status: verdict.StatusAPIError, APIRequestError: sp("connection refused")},
+			"api_error: connection refused",
+		},
 	}
 	for _, tt := range tests {
 		if got := Cause(&tt.c); got != tt.want {

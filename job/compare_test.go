@@ -58,7 +58,8 @@ func realSample(t *testing.T) (string, int) {
 			}
 			loose := 0
 			for j, l := range row.Expected {
-				if l == "unknown" && j < len(row.ExtraInfo.Reasons) && strings.HasPrefix(row.ExtraInfo.Reasons[j], "needs_loose_compare") {
+				if l == "unknown" && j < len(row.ExtraInfo.Reasons) &&
+					strings.HasPrefix(row.ExtraInfo.Reasons[j], "needs_loose_compare") {
 					loose++
 				}
 			}
@@ -150,7 +151,14 @@ func TestCompareModesOnRealCorpus(t *testing.T) {
 		for i, r := range rows {
 			for j := range r.Reward {
 				if r.RewardExact[j] != exact[i].Reward[j] {
-					t.Errorf("%s: row %d response %d: reward_exact %g, the exact run's reward %g", tc.mode, i, j, r.RewardExact[j], exact[i].Reward[j])
+					t.Errorf(
+						"%s: row %d response %d: reward_exact %g, the exact run's reward %g",
+						tc.mode,
+						i,
+						j,
+						r.RewardExact[j],
+						exact[i].Reward[j],
+					)
 				}
 				if r.Reward[j] == r.RewardExact[j] {
 					continue
@@ -159,7 +167,16 @@ func TestCompareModesOnRealCorpus(t *testing.T) {
 				perSource[r.DataSource]++
 				loose := r.Expected[j] == "unknown" && strings.HasPrefix(r.ExtraInfo.Reasons[j], "needs_loose_compare")
 				if !loose || r.Reward[j] != 1 {
-					t.Errorf("%s: row %d response %d (%s, %s) changed from %g to %g", tc.mode, i, j, r.DataSource, r.Expected[j], r.RewardExact[j], r.Reward[j])
+					t.Errorf(
+						"%s: row %d response %d (%s, %s) changed from %g to %g",
+						tc.mode,
+						i,
+						j,
+						r.DataSource,
+						r.Expected[j],
+						r.RewardExact[j],
+						r.Reward[j],
+					)
 				}
 			}
 		}
@@ -184,7 +201,9 @@ func TestCompareModesOnRealCorpus(t *testing.T) {
 func TestRewardExactColumn(t *testing.T) {
 	scalarIn := filepath.Join(t.TempDir(), "scalar.jsonl")
 	gt, _ := json.Marshal(`{"inputs": ["2\n"], "outputs": ["1 \n2 \n"]}`)
-	row := `{"data_source": "taco", "responses": "` + "```python\\nfor i in range(int(input())): print(i + 1)\\n```" + `", "reward_model": {"ground_truth": ` + string(gt) + `}}` + "\n"
+	row := `{"data_source": "taco", "responses": "` + "```python\\nfor i in range(int(input())): print(i + 1)\\n```" + `", "reward_model": {"ground_truth": ` + string(
+		gt,
+	) + `}}` + "\n"
 	if err := os.WriteFile(scalarIn, []byte(row+row), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -302,11 +321,30 @@ func TestAuditOnRealCorpus(t *testing.T) {
 		g, _ := json.Marshal(gt)
 		g2, _ := json.Marshal(string(g))
 		resp, _ := json.Marshal([]string{"```python\n" + code + "\n```"})
-		return `{"data_source": "hacks", "responses": ` + string(resp) + `, "reward_model": {"ground_truth": ` + string(g2) + "}}\n"
+		return `{"data_source": "hacks", "responses": ` + string(
+			resp,
+		) + `, "reward_model": {"ground_truth": ` + string(
+			g2,
+		) + "}}\n"
 	}
-	b.WriteString(hack("import sys\ndef add(a, b):\n    return 0\nsys.exit(0)", map[string]any{"assert_case": []string{"assert add(1, 2) == 3"}}))
-	b.WriteString(hack("def f(x):\n    raise ValueError(x)", map[string]any{"inputs": []string{"1"}, "outputs": []string{""}, "fn_name": "f"}))
-	b.WriteString(hack("import glob\nprint(open(glob.glob('*expected*')[0]).read() if glob.glob('*expected*') else 3)", map[string]any{"inputs": []string{"1 2"}, "outputs": []string{"3"}}))
+	b.WriteString(
+		hack(
+			"import sys\ndef add(a, b):\n    return 0\nsys.exit(0)",
+			map[string]any{"assert_case": []string{"assert add(1, 2) == 3"}},
+		),
+	)
+	b.WriteString(
+		hack(
+			"def f(x):\n    raise ValueError(x)",
+			map[string]any{"inputs": []string{"1"}, "outputs": []string{""}, "fn_name": "f"},
+		),
+	)
+	b.WriteString(
+		hack(
+			"import glob\nprint(open(glob.glob('*expected*')[0]).read() if glob.glob('*expected*') else 3)",
+			map[string]any{"inputs": []string{"1 2"}, "outputs": []string{"3"}},
+		),
+	)
 	in := filepath.Join(t.TempDir(), "sample.jsonl")
 	if err := os.WriteFile(in, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
@@ -329,11 +367,19 @@ func TestAuditOnRealCorpus(t *testing.T) {
 			want = 3
 		}
 		if g.AuditFlagged == nil || *g.AuditFlagged != want || g.AuditErrors != 0 {
-			t.Errorf("%s: %v flagged (%q), %d probe errors; want %d flagged", src, g.AuditFlagged, g.FlaggedList, g.AuditErrors, want)
+			t.Errorf(
+				"%s: %v flagged (%q), %d probe errors; want %d flagged",
+				src,
+				g.AuditFlagged,
+				g.FlaggedList,
+				g.AuditErrors,
+				want,
+			)
 		}
 	}
 	g := sum.BySource["hacks"]
-	if g == nil || g.AuditFlags[score.FlagExitBeforeAsserts] != 1 || g.AuditFlags[score.FlagFunctionRaised] != 1 || g.AuditFlags[score.FlagReadsFile] != 1 {
+	if g == nil || g.AuditFlags[score.FlagExitBeforeAsserts] != 1 || g.AuditFlags[score.FlagFunctionRaised] != 1 ||
+		g.AuditFlags[score.FlagReadsFile] != 1 {
 		t.Errorf("hacks: flags %v", g)
 	}
 	if *sum.Overall.Audited < rows/3 || sum.Overall.AuditProbes == 0 {

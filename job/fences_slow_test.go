@@ -88,7 +88,13 @@ func TestSlowFenceAutoMatchesLanguageKey(t *testing.T) {
 			if c.Row == nil {
 				continue // the provenance line
 			}
-			byResponse[[2]int{*c.Row, c.Response}] += fmt.Sprintf(" [%s: %s wall, %s cpu, %s waited]", c.Status, seconds(c.Duration), seconds(c.CPU), seconds(c.Wait))
+			byResponse[[2]int{*c.Row, c.Response}] += fmt.Sprintf(
+				" [%s: %s wall, %s cpu, %s waited]",
+				c.Status,
+				seconds(c.Duration),
+				seconds(c.CPU),
+				seconds(c.Wait),
+			)
 		}
 		for n, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 			var row struct {
@@ -105,7 +111,10 @@ func TestSlowFenceAutoMatchesLanguageKey(t *testing.T) {
 				if row.Err[i] != nil {
 					e = *row.Err[i]
 				}
-				got = append(got, fmt.Sprintf("reward %g, verdicts %s, statuses %s, error %s", row.Reward[i], row.Cases[i], row.Status[i], e))
+				got = append(
+					got,
+					fmt.Sprintf("reward %g, verdicts %s, statuses %s, error %s", row.Reward[i], row.Cases[i], row.Status[i], e),
+				)
 				times = append(times, byResponse[[2]int{n, i}])
 			}
 		}

@@ -17,8 +17,22 @@ import (
 // field needs no entry (it is fingerprinted, the safe default).
 func TestFingerprintCoversEveryOption(t *testing.T) {
 	notRecorded := map[string]map[string]bool{ // struct -> fields that must not change the fingerprint
-		"Options":         {"MaxConcurrent": true, "NoCompileSkip": true, "NoDedup": true, "Window": true, "Cache": true, "CacheTimeouts": true},
-		"rollout.Options": {"RequireDataSource": true, "ScoreKey": true, "IDKey": true, "BatchRows": true, "Warn": true, "Scored": true},
+		"Options": {
+			"MaxConcurrent": true,
+			"NoCompileSkip": true,
+			"NoDedup":       true,
+			"Window":        true,
+			"Cache":         true,
+			"CacheTimeouts": true,
+		},
+		"rollout.Options": {
+			"RequireDataSource": true,
+			"ScoreKey":          true,
+			"IDKey":             true,
+			"BatchRows":         true,
+			"Warn":              true,
+			"Scored":            true,
+		},
 	}
 	type inputs struct {
 		engine score.Options
@@ -34,7 +48,13 @@ func TestFingerprintCoversEveryOption(t *testing.T) {
 			f := v.Type().Field(i)
 			want := !notRecorded[name][f.Name]
 			if tagged := f.Tag.Get("fingerprint") == "-"; tagged == want {
-				t.Errorf("%s.%s: tagged fingerprint:\"-\" is %v, but the reviewed classification says it is recorded: %v", name, f.Name, tagged, want)
+				t.Errorf(
+					"%s.%s: tagged fingerprint:\"-\" is %v, but the reviewed classification says it is recorded: %v",
+					name,
+					f.Name,
+					tagged,
+					want,
+				)
 			}
 			changed := base
 			fv := target(&changed).Field(i)

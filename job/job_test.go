@@ -142,7 +142,8 @@ func TestGoldenJSONL(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"row", "response_index", "data_source", "case_index", "input", "expected_output", "status", "stdout", "stderr", "exit_code", "duration", "api_status", "run_status"} {
+	for _, k := range []string{"row", "response_index", "data_source", "case_index", "input", "expected_output",
+		"status", "stdout", "stderr", "exit_code", "duration", "api_status", "run_status"} {
 		if _, ok := first[k]; !ok {
 			t.Errorf("cases output lacks %q: %s", k, lines[0])
 		}

@@ -101,7 +101,13 @@ func TestJournalSyncsWithinBound(t *testing.T) {
 	syncs := count()
 	j.write(benchRecord(journalSyncRows - 1))
 	if n := onDisk(); n < journalSyncRows || count() == syncs {
-		t.Fatalf("after %d rows the file holds %d (fsyncs %d before the last row, %d after)", journalSyncRows, n, syncs, count())
+		t.Fatalf(
+			"after %d rows the file holds %d (fsyncs %d before the last row, %d after)",
+			journalSyncRows,
+			n,
+			syncs,
+			count(),
+		)
 	}
 	// Now the time bound.
 	j.resync(journalSyncRows, journalSyncEvery)

@@ -40,7 +40,14 @@ func writeRows(t testing.TB, path string, n int) {
 	w := bufio.NewWriter(f)
 	pad := strings.Repeat("x", 200)
 	for i := range n {
-		fmt.Fprintf(w, `{"data_source":"taco","prompt":[{"role":"user","content":"problem %d %s"}],"reward_model":{"style":"rule","ground_truth":"{\"inputs\": [\"%d\", \"b\"], \"outputs\": [\"%d\", \"b\"]}"},"responses":["`+"```python\\nprint(input())\\n```"+`"]}`+"\n", i, pad, i, i)
+		fmt.Fprintf(
+			w,
+			`{"data_source":"taco","prompt":[{"role":"user","content":"problem %d %s"}],"reward_model":{"style":"rule","ground_truth":"{\"inputs\": [\"%d\", \"b\"], \"outputs\": [\"%d\", \"b\"]}"},"responses":["`+"```python\\nprint(input())\\n```"+`"]}`+"\n",
+			i,
+			pad,
+			i,
+			i,
+		)
 	}
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)

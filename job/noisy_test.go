@@ -35,7 +35,15 @@ func hogRows() []string {
 	var rows []string
 	for i, c := range []struct{ code, lang string }{{cpp, "cpp"}, {py, "python"}, {cpp, "cpp"}, {py, "python"}} {
 		resp, _ := json.Marshal([]string{strings.Replace(c.code, "x++", fmt.Sprintf("x += %d", i+1), 1) + "\n"})
-		rows = append(rows, fmt.Sprintf(`{"data_source": "hogs", "responses": %s, "reward_model": {"ground_truth": %s}, "extra_info": {"response_languages": [%q]}}`, resp, gt, c.lang))
+		rows = append(
+			rows,
+			fmt.Sprintf(
+				`{"data_source": "hogs", "responses": %s, "reward_model": {"ground_truth": %s}, "extra_info": {"response_languages": [%q]}}`,
+				resp,
+				gt,
+				c.lang,
+			),
+		)
 	}
 	return rows
 }
@@ -137,6 +145,13 @@ func TestNoisyNeighbourOnRealCorpus(t *testing.T) {
 			t.Errorf("case %d: %d quiet, %d with neighbours", i, quiet[i][0], noisy[i][0])
 		}
 	}
-	t.Logf("%d rows, %d cases: %d verdicts differ; %d busy loops and %d hog solutions beside; %d requests rerun as starved",
-		len(real), len(quiet), differ, n, len(hogRows()), sum.Overall.StarvedReruns)
+	t.Logf(
+		"%d rows, %d cases: %d verdicts differ; %d busy loops and %d hog solutions beside; %d requests rerun as starved",
+		len(real),
+		len(quiet),
+		differ,
+		n,
+		len(hogRows()),
+		sum.Overall.StarvedReruns,
+	)
 }

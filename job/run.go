@@ -81,21 +81,8 @@ var ErrInterrupted = errors.New("interrupted")
 // JournalPath is where the journal of an output lives.
 func JournalPath(output string) string { return output + ".journal" }
 
-// DefaultOutput derives an output path from the input's.
-func DefaultOutput(input string) string {
-	if input == "-" {
-		return "scored.jsonl"
-	}
-	clean := strings.TrimRight(input, string(filepath.Separator))
-	ext := filepath.Ext(clean)
-	if st, err := os.Stat(clean); err == nil && st.IsDir() {
-		return clean + ".scored.jsonl"
-	}
-	if ext == ".parquet" {
-		return strings.TrimSuffix(clean, ext) + ".scored.parquet"
-	}
-	return strings.TrimSuffix(clean, ext) + ".scored.jsonl"
-}
+// DefaultOutput derives an output path from the input's (rollout.ScoredName).
+func DefaultOutput(input string) string { return rollout.ScoredName(input) }
 
 // runFingerprint identifies the options that change what a row's record
 // holds; a journal written under other values cannot be resumed. Every

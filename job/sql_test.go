@@ -124,11 +124,24 @@ func TestTextToSQLOnChinook(t *testing.T) {
 		for i, label := range row.ExtraInfo.Labels {
 			want := row.ExtraInfo.Expected[i]
 			if row.Reward[i] != want {
-				t.Errorf("question %d, a %s answer: got %g (verdicts %v), want %g", row.ExtraInfo.Index, label, row.Reward[i], row.CaseResults[i], want)
+				t.Errorf(
+					"question %d, a %s answer: got %g (verdicts %v), want %g",
+					row.ExtraInfo.Index,
+					label,
+					row.Reward[i],
+					row.CaseResults[i],
+					want,
+				)
 			}
 			wantVerdict := map[string]float64{"error": -2, "slow": -3}[label]
 			if wantVerdict != 0 && (len(row.CaseResults[i]) != 1 || row.CaseResults[i][0] != wantVerdict) {
-				t.Errorf("question %d, a %s answer: verdicts %v, want [%g]", row.ExtraInfo.Index, label, row.CaseResults[i], wantVerdict)
+				t.Errorf(
+					"question %d, a %s answer: verdicts %v, want [%g]",
+					row.ExtraInfo.Index,
+					label,
+					row.CaseResults[i],
+					wantVerdict,
+				)
 			}
 			n++
 			right += want

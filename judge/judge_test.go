@@ -72,21 +72,26 @@ func TestJudgeSpecRows(t *testing.T) {
 		{name: "wrong answer", fixture: "python_wrong_answer", expected: sp("hi"),
 			verdict: verdict.False, status: verdict.StatusWrongAnswer, apiStatus: "Success", runStatus: "Finished", exitCode: 0},
 		{name: "runtime error exception", fixture: "python_runtime_error", expected: sp(""),
-			verdict: verdict.RuntimeError, status: verdict.StatusRuntimeError, apiStatus: "Failed", runStatus: "Finished", exitCode: 1},
+			verdict: verdict.RuntimeError, status: verdict.StatusRuntimeError, apiStatus: "Failed", runStatus: "Finished",
+			exitCode: 1},
 		{name: "runtime error exit code", fixture: "python_exit_nonzero", expected: sp(""),
-			verdict: verdict.RuntimeError, status: verdict.StatusRuntimeError, apiStatus: "Failed", runStatus: "Finished", exitCode: 3},
+			verdict: verdict.RuntimeError, status: verdict.StatusRuntimeError, apiStatus: "Failed", runStatus: "Finished",
+			exitCode: 3},
 		{name: "python syntax error is a runtime error", fixture: "python_syntax_error", expected: sp(""),
-			verdict: verdict.RuntimeError, status: verdict.StatusRuntimeError, apiStatus: "Failed", runStatus: "Finished", exitCode: 1},
+			verdict: verdict.RuntimeError, status: verdict.StatusRuntimeError, apiStatus: "Failed", runStatus: "Finished",
+			exitCode: 1},
 		{name: "run timeout", fixture: "python_timeout", expected: sp("start"),
 			verdict: verdict.Timeout, status: verdict.StatusTimeout, apiStatus: "Failed", runStatus: "TimeLimitExceeded"},
 		{name: "memory error", fixture: "python_memory_error", expected: sp(""),
-			verdict: verdict.RuntimeError, status: verdict.StatusRuntimeError, apiStatus: "Failed", runStatus: "Finished", exitCode: 1},
+			verdict: verdict.RuntimeError, status: verdict.StatusRuntimeError, apiStatus: "Failed", runStatus: "Finished",
+			exitCode: 1},
 		{name: "cpp compile error", fixture: "cpp_compile_error", expected: sp("hi"),
 			verdict: verdict.CompileError, status: verdict.StatusCompileError, apiStatus: "Failed", compileStatus: "Finished"},
 		{name: "go compile error", fixture: "go_compile_error", expected: sp(""),
 			verdict: verdict.CompileError, status: verdict.StatusCompileError, apiStatus: "Failed", compileStatus: "Finished"},
 		{name: "cpp segfault", fixture: "cpp_runtime_error", expected: sp(""),
-			verdict: verdict.RuntimeError, status: verdict.StatusRuntimeError, apiStatus: "Failed", compileStatus: "Finished", runStatus: "Finished", exitCode: -11},
+			verdict: verdict.RuntimeError, status: verdict.StatusRuntimeError, apiStatus: "Failed",
+			compileStatus: "Finished", runStatus: "Finished", exitCode: -11},
 		{name: "sandbox error", fixture: "sql_no_runner", expected: sp("1"),
 			verdict: verdict.APIError, status: verdict.StatusSandboxError, infra: true, apiStatus: "SandboxError"},
 		{name: "null stdin", fixture: "python_stdin_null", expected: sp("''"),
@@ -96,48 +101,82 @@ func TestJudgeSpecRows(t *testing.T) {
 		{name: "bash success", fixture: "bash_success", expected: sp("got abc"),
 			verdict: verdict.True, status: verdict.StatusSuccess, apiStatus: "Success", runStatus: "Finished", exitCode: 0},
 		{name: "cpp success", fixture: "cpp_success", expected: sp("5"),
-			verdict: verdict.True, status: verdict.StatusSuccess, apiStatus: "Success", compileStatus: "Finished", runStatus: "Finished", exitCode: 0},
+			verdict: verdict.True, status: verdict.StatusSuccess, apiStatus: "Success", compileStatus: "Finished",
+			runStatus: "Finished", exitCode: 0},
 
 		// Rows no recorded answer covers, in the server's shape.
 		{name: "compile timeout",
-			body:     `{"status":"Failed","message":"","compile_result":{"status":"TimeLimitExceeded","execution_time":10.0,"return_code":null,"stdout":"","stderr":""},"run_result":null,"executor_pod_name":null,"files":{}}`,
-			expected: sp(""), verdict: verdict.CompileError, status: verdict.StatusCompileTimeout, apiStatus: "Failed", compileStatus: "TimeLimitExceeded"},
+			body: `{"status":"Failed","message":"","compile_result":{"status":"TimeLimitExceeded","execution_time":10.0,"return_code":null,"stdout":"","stderr":""},"run_result":null,"executor_pod_name":null,"files":{}}`,
+			expected: sp(
+				"",
+			), verdict: verdict.CompileError, status: verdict.StatusCompileTimeout, apiStatus: "Failed",
+			compileStatus: "TimeLimitExceeded"},
 		{name: "compile status error",
-			body:     `{"status":"Failed","message":"","compile_result":{"status":"Error","execution_time":0.1,"return_code":null,"stdout":"","stderr":"boom"},"run_result":null,"executor_pod_name":null,"files":{}}`,
-			expected: sp(""), verdict: verdict.CompileError, status: verdict.StatusCompileError, apiStatus: "Failed", compileStatus: "Error"},
+			body: `{"status":"Failed","message":"","compile_result":{"status":"Error","execution_time":0.1,"return_code":null,"stdout":"","stderr":"boom"},"run_result":null,"executor_pod_name":null,"files":{}}`,
+			expected: sp(
+				"",
+			), verdict: verdict.CompileError, status: verdict.StatusCompileError, apiStatus: "Failed", compileStatus: "Error"},
 		{name: "compile finished without return code",
-			body:     `{"status":"Failed","message":"","compile_result":{"status":"Finished","execution_time":0.1,"return_code":null,"stdout":"","stderr":""},"run_result":null,"executor_pod_name":null,"files":{}}`,
-			expected: sp(""), verdict: verdict.CompileError, status: verdict.StatusCompileError, apiStatus: "Failed", compileStatus: "Finished"},
+			body: `{"status":"Failed","message":"","compile_result":{"status":"Finished","execution_time":0.1,"return_code":null,"stdout":"","stderr":""},"run_result":null,"executor_pod_name":null,"files":{}}`,
+			expected: sp(
+				"",
+			), verdict: verdict.CompileError, status: verdict.StatusCompileError, apiStatus: "Failed",
+			compileStatus: "Finished"},
 		{name: "compile error wins over run result",
-			body:     `{"status":"Failed","message":"","compile_result":{"status":"Finished","execution_time":0.1,"return_code":1,"stdout":"","stderr":""},"run_result":{"status":"TimeLimitExceeded","execution_time":1,"return_code":null,"stdout":"","stderr":""},"executor_pod_name":null,"files":{}}`,
-			expected: sp(""), verdict: verdict.CompileError, status: verdict.StatusCompileError, apiStatus: "Failed", compileStatus: "Finished", runStatus: "TimeLimitExceeded"},
+			body: `{"status":"Failed","message":"","compile_result":{"status":"Finished","execution_time":0.1,"return_code":1,"stdout":"","stderr":""},"run_result":{"status":"TimeLimitExceeded","execution_time":1,"return_code":null,"stdout":"","stderr":""},"executor_pod_name":null,"files":{}}`,
+			expected: sp(
+				"",
+			), verdict: verdict.CompileError, status: verdict.StatusCompileError, apiStatus: "Failed",
+			compileStatus: "Finished", runStatus: "TimeLimitExceeded"},
 		{name: "run status error",
-			body:     `{"status":"Failed","message":"","compile_result":null,"run_result":{"status":"Error","execution_time":0.01,"return_code":null,"stdout":"","stderr":""},"executor_pod_name":null,"files":{}}`,
-			expected: sp(""), verdict: verdict.RuntimeError, status: verdict.StatusRuntimeError, apiStatus: "Failed", runStatus: "Error"},
+			body: `{"status":"Failed","message":"","compile_result":null,"run_result":{"status":"Error","execution_time":0.01,"return_code":null,"stdout":"","stderr":""},"executor_pod_name":null,"files":{}}`,
+			expected: sp(
+				"",
+			), verdict: verdict.RuntimeError, status: verdict.StatusRuntimeError, apiStatus: "Failed", runStatus: "Error"},
 		{name: "run finished without return code",
-			body:     `{"status":"Failed","message":"","compile_result":null,"run_result":{"status":"Finished","execution_time":0.01,"return_code":null,"stdout":"","stderr":""},"executor_pod_name":null,"files":{}}`,
-			expected: sp(""), verdict: verdict.RuntimeError, status: verdict.StatusRuntimeError, apiStatus: "Failed", runStatus: "Finished"},
+			body: `{"status":"Failed","message":"","compile_result":null,"run_result":{"status":"Finished","execution_time":0.01,"return_code":null,"stdout":"","stderr":""},"executor_pod_name":null,"files":{}}`,
+			expected: sp(
+				"",
+			), verdict: verdict.RuntimeError, status: verdict.StatusRuntimeError, apiStatus: "Failed", runStatus: "Finished"},
 		{name: "failed with run finished and code 0",
-			body:     `{"status":"Failed","message":"","compile_result":null,"run_result":{"status":"Finished","execution_time":0.01,"return_code":0,"stdout":"hi\n","stderr":""},"executor_pod_name":null,"files":{}}`,
-			expected: sp("hi"), verdict: verdict.APIError, status: verdict.StatusUnknownFailure, infra: true, apiStatus: "Failed", runStatus: "Finished", exitCode: 0},
+			body: `{"status":"Failed","message":"","compile_result":null,"run_result":{"status":"Finished","execution_time":0.01,"return_code":0,"stdout":"hi\n","stderr":""},"executor_pod_name":null,"files":{}}`,
+			expected: sp(
+				"hi",
+			), verdict: verdict.APIError, status: verdict.StatusUnknownFailure, infra: true, apiStatus: "Failed",
+			runStatus: "Finished", exitCode: 0},
 		{name: "failed with odd run state",
-			body:     `{"status":"Failed","message":"","compile_result":null,"run_result":{"status":"Running","execution_time":0.01,"return_code":null,"stdout":"","stderr":""},"executor_pod_name":null,"files":{}}`,
-			expected: sp(""), verdict: verdict.APIError, status: verdict.StatusUnknownFailure, infra: true, apiStatus: "Failed", runStatus: "Running"},
+			body: `{"status":"Failed","message":"","compile_result":null,"run_result":{"status":"Running","execution_time":0.01,"return_code":null,"stdout":"","stderr":""},"executor_pod_name":null,"files":{}}`,
+			expected: sp(
+				"",
+			), verdict: verdict.APIError, status: verdict.StatusUnknownFailure, infra: true, apiStatus: "Failed",
+			runStatus: "Running"},
 		{name: "failed with neither result",
-			body:     `{"status":"Failed","message":"","compile_result":null,"run_result":null,"executor_pod_name":null,"files":{}}`,
-			expected: sp(""), verdict: verdict.APIError, status: verdict.StatusUnknownFailureState, infra: true, apiStatus: "Failed"},
+			body: `{"status":"Failed","message":"","compile_result":null,"run_result":null,"executor_pod_name":null,"files":{}}`,
+			expected: sp(
+				"",
+			), verdict: verdict.APIError, status: verdict.StatusUnknownFailureState, infra: true, apiStatus: "Failed"},
 		{name: "failed with clean compile and no run",
-			body:     `{"status":"Failed","message":"","compile_result":{"status":"Finished","execution_time":0.1,"return_code":0,"stdout":"","stderr":""},"run_result":null,"executor_pod_name":null,"files":{}}`,
-			expected: sp(""), verdict: verdict.APIError, status: verdict.StatusUnknownFailureState, infra: true, apiStatus: "Failed", compileStatus: "Finished"},
+			body: `{"status":"Failed","message":"","compile_result":{"status":"Finished","execution_time":0.1,"return_code":0,"stdout":"","stderr":""},"run_result":null,"executor_pod_name":null,"files":{}}`,
+			expected: sp(
+				"",
+			), verdict: verdict.APIError, status: verdict.StatusUnknownFailureState, infra: true, apiStatus: "Failed",
+			compileStatus: "Finished"},
 		{name: "success with run timeout",
-			body:     `{"status":"Success","message":"","compile_result":null,"run_result":{"status":"TimeLimitExceeded","execution_time":1,"return_code":null,"stdout":"hi\n","stderr":""},"executor_pod_name":null,"files":{}}`,
-			expected: sp("hi"), verdict: verdict.APIError, status: verdict.StatusUnexpectedSuccessState, infra: true, apiStatus: "Success", runStatus: "TimeLimitExceeded"},
+			body: `{"status":"Success","message":"","compile_result":null,"run_result":{"status":"TimeLimitExceeded","execution_time":1,"return_code":null,"stdout":"hi\n","stderr":""},"executor_pod_name":null,"files":{}}`,
+			expected: sp(
+				"hi",
+			), verdict: verdict.APIError, status: verdict.StatusUnexpectedSuccessState, infra: true, apiStatus: "Success",
+			runStatus: "TimeLimitExceeded"},
 		{name: "success without run result",
-			body:     `{"status":"Success","message":"","compile_result":null,"run_result":null,"executor_pod_name":null,"files":{}}`,
-			expected: sp(""), verdict: verdict.APIError, status: verdict.StatusUnexpectedSuccessState, infra: true, apiStatus: "Success"},
+			body: `{"status":"Success","message":"","compile_result":null,"run_result":null,"executor_pod_name":null,"files":{}}`,
+			expected: sp(
+				"",
+			), verdict: verdict.APIError, status: verdict.StatusUnexpectedSuccessState, infra: true, apiStatus: "Success"},
 		{name: "unknown top-level status",
-			body:     `{"status":"Pending","message":"","compile_result":null,"run_result":null,"executor_pod_name":null,"files":{}}`,
-			expected: sp(""), verdict: verdict.APIError, status: "unknown_api_status_Pending", infra: true, apiStatus: "Pending"},
+			body: `{"status":"Pending","message":"","compile_result":null,"run_result":null,"executor_pod_name":null,"files":{}}`,
+			expected: sp(
+				"",
+			), verdict: verdict.APIError, status: "unknown_api_status_Pending", infra: true, apiStatus: "Pending"},
 		{name: "missing top-level status",
 			body:     `{"message":"no status here"}`,
 			expected: sp(""), verdict: verdict.APIError, status: "unknown_api_status_", infra: true, apiStatus: ""},
@@ -145,7 +184,8 @@ func TestJudgeSpecRows(t *testing.T) {
 			verdict: verdict.True, status: verdict.StatusSuccess, apiStatus: "Success", runStatus: "Finished", exitCode: 0},
 		{name: "null expected passes empty output",
 			body:     `{"status":"Success","message":"","compile_result":null,"run_result":{"status":"Finished","execution_time":0.01,"return_code":0,"stdout":"","stderr":""},"executor_pod_name":null,"files":{}}`,
-			expected: nil, verdict: verdict.True, status: verdict.StatusSuccess, apiStatus: "Success", runStatus: "Finished", exitCode: 0},
+			expected: nil, verdict: verdict.True, status: verdict.StatusSuccess, apiStatus: "Success", runStatus: "Finished",
+			exitCode: 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -236,7 +276,15 @@ func TestJudgeOutputComparison(t *testing.T) {
 			wantStatus = verdict.StatusWrongAnswer
 		}
 		if got.Verdict != tt.want || got.Status != wantStatus {
-			t.Errorf("stdout %q expected %q: got %v %q, want %v %q", tt.stdout, tt.expected, got.Verdict, got.Status, tt.want, wantStatus)
+			t.Errorf(
+				"stdout %q expected %q: got %v %q, want %v %q",
+				tt.stdout,
+				tt.expected,
+				got.Verdict,
+				got.Status,
+				tt.want,
+				wantStatus,
+			)
 		}
 	}
 }
@@ -247,7 +295,11 @@ func TestJudgeRequestError(t *testing.T) {
 		err          error
 		wantAttempts int
 	}{
-		{"api error after retries", &sandboxclient.APIError{Attempts: 3, StatusCode: 504, Err: errors.New("gateway timeout (504)")}, 3},
+		{
+			"api error after retries",
+			&sandboxclient.APIError{Attempts: 3, StatusCode: 504, Err: errors.New("gateway timeout (504)")},
+			3,
+		},
 		{"unsupported language", &sandboxclient.APIError{Err: errors.New(`unsupported language: "cobol"`)}, 0},
 		{"other error", errors.New("boom"), 1},
 	}

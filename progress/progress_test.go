@@ -32,7 +32,11 @@ func TestProgressEstimate(t *testing.T) {
 	if _, _, ok := (progressState{rowsTotal: 10, elapsed: time.Second}).estimate(); ok {
 		t.Error("an estimate before any row finished")
 	}
-	if got := (progressState{rowsTotal: -1, rowsDone: 1, casesDone: 1}).line(); !strings.Contains(got, "1 row done (total unknown: stdin)") || !strings.Contains(got, "1 case,") {
+	if got := (progressState{rowsTotal: -1, rowsDone: 1, casesDone: 1}).line(); !strings.Contains(
+		got,
+		"1 row done (total unknown: stdin)",
+	) ||
+		!strings.Contains(got, "1 case,") {
 		t.Errorf("unknown total: %q", got)
 	}
 }
@@ -123,7 +127,15 @@ func TestProgressEstimateFollowsCases(t *testing.T) {
 	}
 	// After a resume: 60 rows from the journal, 10 cases a row, 200 of the
 	// 400 left done in 20 s: 20 s more.
-	s = progressState{rowsTotal: 100, rowsDone: 60, rowsResumed: 60, rowsFed: 40, casesTotal: 400, casesDone: 200, elapsed: 20 * time.Second}
+	s = progressState{
+		rowsTotal:   100,
+		rowsDone:    60,
+		rowsResumed: 60,
+		rowsFed:     40,
+		casesTotal:  400,
+		casesDone:   200,
+		elapsed:     20 * time.Second,
+	}
 	if frac, left, _ := s.estimate(); frac != 0.8 || left != 20*time.Second {
 		t.Errorf("after a resume: %v, %v; want 0.8, 20s", frac, left)
 	}

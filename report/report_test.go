@@ -60,9 +60,17 @@ func scored(t *testing.T) scoredExample {
 			example.err = err
 			return
 		}
-		example = scoredExample{scored: filepath.Join(dir, "example.scored.jsonl"), cases: filepath.Join(dir, "cases.jsonl"), summary: filepath.Join(dir, "summary.json")}
-		_, example.err = job.Run(context.Background(), eng, job.Options{Input: "../testdata/example.jsonl", Output: example.scored,
-			CasesOut: example.cases, Summary: example.summary, Reader: rollout.DefaultOptions(), MaxText: 400})
+		example = scoredExample{
+			scored:  filepath.Join(dir, "example.scored.jsonl"),
+			cases:   filepath.Join(dir, "cases.jsonl"),
+			summary: filepath.Join(dir, "summary.json"),
+		}
+		_, example.err = job.Run(
+			context.Background(),
+			eng,
+			job.Options{Input: "../testdata/example.jsonl", Output: example.scored,
+				CasesOut: example.cases, Summary: example.summary, Reader: rollout.DefaultOptions(), MaxText: 400},
+		)
 	})
 	if example.err != nil {
 		t.Fatal(example.err)
@@ -153,7 +161,8 @@ func compareFigures(t *testing.T, page string, want map[string]float64) {
 	}
 	for name := range want {
 		src, field, _ := strings.Cut(name, ":")
-		for _, must := range []string{"prompts", "responses", "mean_score", "mean_over_responses", "infra_error_rate", "responses_with_infra_error",
+		for _, must := range []string{"prompts", "responses", "mean_score", "mean_over_responses", "infra_error_rate",
+			"responses_with_infra_error",
 			"rewards_differ_from_exact", "mean_score_exact", "audit_flagged"} {
 			if field == must {
 				if _, ok := got[name]; !ok {
@@ -195,7 +204,8 @@ func TestReportFiguresEqualSummary(t *testing.T) {
 	if strings.Contains(page, "http://") || strings.Contains(page, "https://") || strings.Contains(page, "<script src") {
 		t.Error("the page refers to the network or loads a script")
 	}
-	for _, must := range []string{"Slowest cases", "Most common failure causes", "Audit", "reward_exact", `id="responses-data"`} {
+	for _, must := range []string{"Slowest cases", "Most common failure causes", "Audit", "reward_exact",
+		`id="responses-data"`} {
 		if !strings.Contains(page, must) {
 			t.Errorf("the page has no %q section", must)
 		}
@@ -249,7 +259,8 @@ func render(t *testing.T, page []byte, name string) string {
 		t.Fatalf("chromium --dump-dom: %v", err)
 	}
 	shot := filepath.Join(dir, name+".png")
-	if out, err := exec.Command(bin, append(args, "--window-size=1300,2400", "--screenshot="+shot, "file://"+htmlPath)...).CombinedOutput(); err != nil {
+	if out, err := exec.Command(bin, append(args, "--window-size=1300,2400", "--screenshot="+shot,
+		"file://"+htmlPath)...).CombinedOutput(); err != nil {
 		t.Fatalf("chromium --screenshot: %v\n%s", err, out)
 	}
 	f, err := os.Open(shot)
@@ -299,7 +310,11 @@ func TestCheckHTML(t *testing.T) {
 	if err := os.WriteFile(b, []byte(string(first)+"\n"+lines[1]), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := check.Diff(ex.scored, b, check.DiffOptions{Tolerance: check.DefaultTolerance, Reader: rollout.DefaultOptions()})
+	rep, err := check.Diff(
+		ex.scored,
+		b,
+		check.DiffOptions{Tolerance: check.DefaultTolerance, Reader: rollout.DefaultOptions()},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,12 +395,20 @@ func TestReportOnADumpEqualsRun(t *testing.T) {
 	}
 	out, summary := filepath.Join(dir, "dump.scored.jsonl"), filepath.Join(dir, "summary.json")
 	ro := rollout.DefaultOptions()
-	sum, err := job.Run(context.Background(), eng, job.Options{Input: "../testdata/dump", Output: out, Summary: summary, Reader: ro, DataSource: "codecontests"})
+	sum, err := job.Run(
+		context.Background(),
+		eng,
+		job.Options{Input: "../testdata/dump", Output: out, Summary: summary, Reader: ro, DataSource: "codecontests"},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if sum.Overall.Prompts >= sum.Overall.Responses {
-		t.Fatalf("the dump has %d prompts for %d responses: no prompt spreads over several lines", sum.Overall.Prompts, sum.Overall.Responses)
+		t.Fatalf(
+			"the dump has %d prompts for %d responses: no prompt spreads over several lines",
+			sum.Overall.Prompts,
+			sum.Overall.Responses,
+		)
 	}
 	rep, err := Build(out, "", ro)
 	if err != nil {
@@ -405,8 +428,10 @@ func TestReportOnADumpEqualsRun(t *testing.T) {
 func dom(t *testing.T, path, hash string) string {
 	t.Helper()
 	bin := chromium(t)
-	out, err := exec.Command(bin, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir="+t.TempDir(),
-		"--dump-dom", "file://"+path+"#"+hash).Output()
+	out, err := exec.Command(bin, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+		"--user-data-dir="+t.TempDir(),
+		"--dump-dom", "file://"+path+"#"+hash).
+		Output()
 	if err != nil {
 		t.Fatalf("chromium --dump-dom %s#%s: %v", path, hash, err)
 	}
@@ -443,7 +468,12 @@ func TestReportFromFailureToCode(t *testing.T) {
 	detail := dom(t, path, "r-"+r[1]+"-"+r[2])
 	row, _ := strconv.Atoi(r[1])
 	resp, _ := strconv.Atoi(r[2])
-	rs, err := ReadResponses(ex.scored, ex.cases, rollout.DefaultOptions(), func(x *Response) bool { return x.Row == row && x.Index == resp })
+	rs, err := ReadResponses(
+		ex.scored,
+		ex.cases,
+		rollout.DefaultOptions(),
+		func(x *Response) bool { return x.Row == row && x.Index == resp },
+	)
 	if err != nil || len(rs) != 1 {
 		t.Fatalf("response %d:%d: %v", row, resp, err)
 	}
@@ -468,5 +498,6 @@ func TestReportFromFailureToCode(t *testing.T) {
 }
 
 func html2text(s string) string {
-	return strings.NewReplacer("&lt;", "<", "&gt;", ">", "&quot;", `"`, "&#39;", "'", "&amp;", "&").Replace(tags.ReplaceAllString(s, ""))
+	return strings.NewReplacer("&lt;", "<", "&gt;", ">", "&quot;", `"`, "&#39;", "'", "&amp;", "&").
+		Replace(tags.ReplaceAllString(s, ""))
 }

@@ -14,7 +14,12 @@ import (
 func answer(out string) *sandboxclient.Response {
 	rc := 0
 	return &sandboxclient.Response{Status: sandboxclient.StatusSuccess, Files: map[string]string{},
-		RunResult: &sandboxclient.StepResult{Status: sandboxclient.StepFinished, ReturnCode: &rc, Stdout: out, ExecutionTime: 0.01}}
+		RunResult: &sandboxclient.StepResult{
+			Status:        sandboxclient.StepFinished,
+			ReturnCode:    &rc,
+			Stdout:        out,
+			ExecutionTime: 0.01,
+		}}
 }
 
 func key(s string) [32]byte { return sha256.Sum256([]byte(s)) }

@@ -19,15 +19,31 @@ func ptr[T any](v T) *T { return &v }
 func testCases() []Case {
 	exact := verdict.False
 	return []Case{
-		{Row: 0, ResponseIndex: 1, DataSource: "taco", Case: verdict.Case{Verdict: verdict.True, CaseIndex: 2, Input: "1\n", ExpectedOutput: "1\n",
-			Status: "success", Stdout: ptr("1\n"), Stderr: ptr(""), ExitCode: ptr(0), Duration: ptr(0.25), CompileDuration: ptr(1.5),
-			CompileStderr: ptr(""), APIStatus: ptr("Success"), CompileStatus: ptr("Finished"), RunStatus: ptr("Finished"),
-			Attempts: 1, CPUTime: ptr(0.01), CompileCPUTime: ptr(1.2), Audit: []string{"always_true", "early_exit"}}},
-		{Row: 1, DataSource: "", Case: verdict.Case{Verdict: verdict.APIError, ExpectedOutput: "x", APIRequestError: ptr("connection refused"),
-			Status: "api_error", Attempts: 5, Infra: true, VerdictExact: &exact, Checker: &verdict.Checker{ExitCode: ptr(1), Output: "no"},
-			Shared: true, Cached: true, StarvedReruns: 1, CPUWait: ptr(2.5), Audit: []string{}}},
-		{Row: 2, ResponseIndex: 3, DataSource: "x\xffy", Case: verdict.Case{Verdict: verdict.RuntimeError, Status: "runtime_error",
-			Stdout: ptr("caf\xc3"), Checker: &verdict.Checker{Error: "checker crashed"}}},
+		{
+			Row:           0,
+			ResponseIndex: 1,
+			DataSource:    "taco",
+			Case: verdict.Case{Verdict: verdict.True, CaseIndex: 2, Input: "1\n", ExpectedOutput: "1\n",
+				Status: "success", Stdout: ptr("1\n"), Stderr: ptr(""), ExitCode: ptr(0), Duration: ptr(0.25),
+				CompileDuration: ptr(1.5),
+				CompileStderr:   ptr(""), APIStatus: ptr("Success"), CompileStatus: ptr("Finished"), RunStatus: ptr("Finished"),
+				Attempts: 1, CPUTime: ptr(0.01), CompileCPUTime: ptr(1.2), Audit: []string{"always_true", "early_exit"}},
+		},
+		{
+			Row:        1,
+			DataSource: "",
+			Case: verdict.Case{Verdict: verdict.APIError, ExpectedOutput: "x", APIRequestError: ptr("connection refused"),
+				Status: "api_error", Attempts: 5, Infra: true, VerdictExact: &exact, Checker: &verdict.Checker{ExitCode: ptr(1),
+					Output: "no"},
+				Shared: true, Cached: true, StarvedReruns: 1, CPUWait: ptr(2.5), Audit: []string{}},
+		},
+		{
+			Row:           2,
+			ResponseIndex: 3,
+			DataSource:    "x\xffy",
+			Case: verdict.Case{Verdict: verdict.RuntimeError, Status: "runtime_error",
+				Stdout: ptr("caf\xc3"), Checker: &verdict.Checker{Error: "checker crashed"}},
+		},
 	}
 }
 
@@ -122,7 +138,8 @@ func TestCasesErrorsAndAbort(t *testing.T) {
 			t.Errorf("%s after Abort: %v", gone, err)
 		}
 	}
-	if _, err := ReadCases(filepath.Join(dir, "missing.parquet"), func(*Case) error { return nil }); err == nil || !strings.Contains(err.Error(), "missing.parquet") {
+	if _, err := ReadCases(filepath.Join(dir, "missing.parquet"), func(*Case) error { return nil }); err == nil ||
+		!strings.Contains(err.Error(), "missing.parquet") {
 		t.Errorf("a missing file: %v", err)
 	}
 }

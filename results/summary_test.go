@@ -79,7 +79,12 @@ func TestSummaryMeansAndMask(t *testing.T) {
 			t.Errorf("mask %v: got %d masked, want %d", tt.mask, s.Overall.Masked, tt.masked)
 		}
 		if s.Overall.InfraResponses != 3 || math.Abs(s.Overall.InfraErrorRate-3.0/7) > 1e-12 {
-			t.Errorf("mask %v: got %d infra responses (rate %v), want 3 (3/7)", tt.mask, s.Overall.InfraResponses, s.Overall.InfraErrorRate)
+			t.Errorf(
+				"mask %v: got %d infra responses (rate %v), want 3 (3/7)",
+				tt.mask,
+				s.Overall.InfraResponses,
+				s.Overall.InfraErrorRate,
+			)
 		}
 		if s.Overall.Verdicts["True"] != 7 || s.Overall.Verdicts["-1"] != 5 || s.Overall.Verdicts["-3"] != 1 {
 			t.Errorf("mask %v: verdict counts %v", tt.mask, s.Overall.Verdicts)
@@ -116,17 +121,25 @@ func TestCrashedAtStart(t *testing.T) {
 	resp := func(lang, crash string) Response {
 		return Response{Verdicts: []int8{-2}, Language: lang, Crash: crash}
 	}
-	s.Add(&Row{DataSource: "x", Responses: []Response{resp("ruby", "SIGSEGV"), resp("ruby", "SIGSEGV"), resp("lua", "SIGSEGV"), resp("lua", "")}}, false)
+	s.Add(
+		&Row{
+			DataSource: "x",
+			Responses:  []Response{resp("ruby", "SIGSEGV"), resp("ruby", "SIGSEGV"), resp("lua", "SIGSEGV"), resp("lua", "")},
+		},
+		false,
+	)
 	s.Add(&Row{Index: 1, DataSource: "x", Responses: []Response{resp("ruby", "SIGSEGV"), resp("php", "SIGABRT")}}, false)
 	s.Finish(time.Second)
-	if len(s.CrashedAtStart) != 2 || s.CrashedAtStart[0].Language != "php" || s.CrashedAtStart[1].Language != "ruby" || s.CrashedAtStart[1].Responses != 3 {
+	if len(s.CrashedAtStart) != 2 || s.CrashedAtStart[0].Language != "php" || s.CrashedAtStart[1].Language != "ruby" ||
+		s.CrashedAtStart[1].Responses != 3 {
 		t.Fatalf("crashed at start: %+v", s.CrashedAtStart)
 	}
 	if s.CrashedAtStart[1].Cause != lang.RubyStackCause || s.CrashedAtStart[0].Cause != "" {
 		t.Errorf("causes: %+v", s.CrashedAtStart)
 	}
 	w := s.Warnings()
-	if len(w) != 2 || !strings.Contains(w[1], "every ruby response (3) crashed at start with SIGSEGV") || !strings.Contains(w[1], "--ruby-stack-mb") {
+	if len(w) != 2 || !strings.Contains(w[1], "every ruby response (3) crashed at start with SIGSEGV") ||
+		!strings.Contains(w[1], "--ruby-stack-mb") {
 		t.Errorf("warnings: %q", w)
 	}
 	var table strings.Builder
@@ -187,7 +200,8 @@ func TestSummaryPassK(t *testing.T) {
 	if len(g.PassAtK) != 2 {
 		t.Errorf("pass@k keys %v, want pass@1 and pass@5 (no prompt has 10 responses)", g.PassAtK)
 	}
-	if want := (PassAtK(6, 1, 1) + PassAtK(2, 2, 1)) / 2; math.Abs(g.PassAtK["pass@1"]-want) > 1e-12 || g.PassAtKPrompts["pass@1"] != 2 {
+	if want := (PassAtK(6, 1, 1) + PassAtK(2, 2, 1)) / 2; math.Abs(g.PassAtK["pass@1"]-want) > 1e-12 ||
+		g.PassAtKPrompts["pass@1"] != 2 {
 		t.Errorf("pass@1 = %g over %d, want %g over 2", g.PassAtK["pass@1"], g.PassAtKPrompts["pass@1"], want)
 	}
 	if want := PassAtK(6, 1, 5); math.Abs(g.PassAtK["pass@5"]-want) > 1e-12 || g.PassAtKPrompts["pass@5"] != 1 {

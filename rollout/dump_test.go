@@ -16,8 +16,15 @@ func dumpLine(step, i int, score float64, extra string) string {
 	if i%5 == 4 {
 		gts = "null" // gts may be null
 	}
-	return fmt.Sprintf(`{"input": "user: add %d", "output": "`+"```python\\nprint(%d)\\n```"+`", "gts": %s, "score": %v, "step": %d%s}`,
-		i, i, gts, score, step, extra)
+	return fmt.Sprintf(
+		`{"input": "user: add %d", "output": "`+"```python\\nprint(%d)\\n```"+`", "gts": %s, "score": %v, "step": %d%s}`,
+		i,
+		i,
+		gts,
+		score,
+		step,
+		extra,
+	)
 }
 
 func TestDumpDirectory(t *testing.T) {
@@ -55,7 +62,8 @@ func TestDumpDirectory(t *testing.T) {
 	if src.Kind() != Dump {
 		t.Errorf("Kind() = %v, want dump", src.Kind())
 	}
-	if len(warnings) != 2 || !strings.Contains(strings.Join(warnings, "\n"), "notes.txt") || !strings.Contains(strings.Join(warnings, "\n"), "3.jsonl.bak") {
+	if len(warnings) != 2 || !strings.Contains(strings.Join(warnings, "\n"), "notes.txt") ||
+		!strings.Contains(strings.Join(warnings, "\n"), "3.jsonl.bak") {
 		t.Errorf("warnings = %q, want the two skipped files named", warnings)
 	}
 	outPath := filepath.Join(t.TempDir(), "rescored.jsonl")
@@ -67,10 +75,29 @@ func TestDumpDirectory(t *testing.T) {
 	if len(rows) != 9 {
 		t.Fatalf("got %d rows, want 9", len(rows))
 	}
-	wantFiles := []string{"1.jsonl", "1.jsonl", "1.jsonl", "2.jsonl", "2.jsonl", "2.jsonl", "10.jsonl", "10.jsonl", "10.jsonl"}
+	wantFiles := []string{
+		"1.jsonl",
+		"1.jsonl",
+		"1.jsonl",
+		"2.jsonl",
+		"2.jsonl",
+		"2.jsonl",
+		"10.jsonl",
+		"10.jsonl",
+		"10.jsonl",
+	}
 	for i, row := range rows {
 		if row.Index != i || filepath.Base(row.File) != wantFiles[i] || row.Line != i%3+1 {
-			t.Errorf("row %d: Index %d, File %s, Line %d; want %d, %s, %d", i, row.Index, filepath.Base(row.File), row.Line, i, wantFiles[i], i%3+1)
+			t.Errorf(
+				"row %d: Index %d, File %s, Line %d; want %d, %s, %d",
+				i,
+				row.Index,
+				filepath.Base(row.File),
+				row.Line,
+				i,
+				wantFiles[i],
+				i%3+1,
+			)
 		}
 		n := []int{1, 2, 10}[i/3]*100 + i%3
 		if row.ResponseIsList || len(row.Responses) != 1 || row.Responses[0] != fmt.Sprintf("```python\nprint(%d)\n```", n) {
@@ -90,7 +117,8 @@ func TestDumpDirectory(t *testing.T) {
 			if row.Err == nil || !strings.HasSuffix(row.Err.Error(), `field "gts": null`) {
 				t.Errorf("row %d: null gts gave error %v", i, row.Err)
 			}
-		} else if want := fmt.Sprintf(`"{\"inputs\": [\"%d\\n\"], \"outputs\": [\"%d\\n\"]}"`, n, n); string(row.GroundTruth) != want {
+		} else if want := fmt.Sprintf(`"{\"inputs\": [\"%d\\n\"], \"outputs\": [\"%d\\n\"]}"`, n,
+			n); string(row.GroundTruth) != want {
 			t.Errorf("row %d: ground truth %s, want %s", i, row.GroundTruth, want)
 		}
 	}
@@ -104,7 +132,8 @@ func TestDumpDirectory(t *testing.T) {
 			t.Errorf("output line %d is not %q's", i+1, want[i])
 		}
 		// score is kept as it was, and the four keys follow it.
-		if !strings.Contains(line, `"score": 0.5, "step": `) || !strings.Contains(line, `}, "reward":`) && !strings.Contains(line, `,"reward":`) {
+		if !strings.Contains(line, `"score": 0.5, "step": `) ||
+			!strings.Contains(line, `}, "reward":`) && !strings.Contains(line, `,"reward":`) {
 			t.Errorf("output line %d: score not kept or results not appended: %s", i+1, line)
 		}
 		if strings.Contains(line, `"reward":[`) {
@@ -142,7 +171,11 @@ func TestDumpFileRecognisedByFields(t *testing.T) {
 		want  Kind
 	}{
 		{"dump", dumpLine(3, 1, 1, ""), Dump},
-		{"dataset row with output and gts keys", `{"output":"x","gts":"{}","responses":["y"],"reward_model":{"ground_truth":"{}"}}`, JSONL},
+		{
+			"dataset row with output and gts keys",
+			`{"output":"x","gts":"{}","responses":["y"],"reward_model":{"ground_truth":"{}"}}`,
+			JSONL,
+		},
 		{"dataset row", `{"responses":["y"],"reward_model":{"ground_truth":"{}"}}`, JSONL},
 	}
 	for _, tt := range tests {
@@ -187,7 +220,11 @@ func TestStdinReaderToStream(t *testing.T) {
 		t.Fatalf("rows = %+v", rows)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 2 || !strings.HasPrefix(lines[1], strings.TrimSuffix(dumpLine(1, 2, 1, ""), "}")+`,"reward":1.0,"case_results":[false,-1],`) {
+	if len(lines) != 2 ||
+		!strings.HasPrefix(
+			lines[1],
+			strings.TrimSuffix(dumpLine(1, 2, 1, ""), "}")+`,"reward":1.0,"case_results":[false,-1],`,
+		) {
 		t.Errorf("stdout = %s", out.String())
 	}
 }

@@ -17,7 +17,11 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
-var update = flag.Bool("update", false, "rebuild the fixtures under testdata/rollout from ../shared/data beside the repository")
+var update = flag.Bool(
+	"update",
+	false,
+	"rebuild the fixtures under testdata/rollout from ../shared/data beside the repository",
+)
 
 const (
 	fixtureDir     = "../testdata/rollout"
@@ -168,7 +172,10 @@ func writeParquetRecord(t *testing.T, path string, rec arrow.RecordBatch, rowGro
 	if err != nil {
 		t.Fatal(err)
 	}
-	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd), parquet.WithMaxRowGroupLength(rowGroup))
+	props := parquet.NewWriterProperties(
+		parquet.WithCompression(compress.Codecs.Zstd),
+		parquet.WithMaxRowGroupLength(rowGroup),
+	)
 	fw, err := pqarrow.NewFileWriter(rec.Schema(), f, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
 		t.Fatal(err)

@@ -40,7 +40,9 @@ func TestJSONLRoundTrip(t *testing.T) {
 		[]byte{}, // blank lines are not rows
 		fx[2],
 		hugeLine,
-		[]byte(`{"data_source":"x","responses":"print(2)","reward_model":{"ground_truth":{"inputs":["1"],"outputs":["2"]}},"score":0.5}` + "\r"), // CRLF
+		[]byte(
+			`{"data_source":"x","responses":"print(2)","reward_model":{"ground_truth":{"inputs":["1"],"outputs":["2"]}},"score":0.5}` + "\r",
+		), // CRLF
 		[]byte(`{"data_source":"x","responses":["a"]}   `),
 		[]byte(`{}`),
 		fx[3],
@@ -90,8 +92,16 @@ func TestJSONLRoundTrip(t *testing.T) {
 	if got := rows[4].Responses; len(got) != 2 || got[0] != huge {
 		t.Errorf("5 MB response not read whole (%d responses)", len(got))
 	}
-	if r := rows[5]; r.ResponseIsList || r.Responses[0] != "print(2)" || string(r.GroundTruth) != `{"inputs":["1"],"outputs":["2"]}` || !reflect.DeepEqual(r.RefScores, []float64{0.5}) {
-		t.Errorf("line 7: got responses %q (list %v), ground truth %s, scores %v", r.Responses, r.ResponseIsList, r.GroundTruth, r.RefScores)
+	if r := rows[5]; r.ResponseIsList || r.Responses[0] != "print(2)" ||
+		string(r.GroundTruth) != `{"inputs":["1"],"outputs":["2"]}` ||
+		!reflect.DeepEqual(r.RefScores, []float64{0.5}) {
+		t.Errorf(
+			"line 7: got responses %q (list %v), ground truth %s, scores %v",
+			r.Responses,
+			r.ResponseIsList,
+			r.GroundTruth,
+			r.RefScores,
+		)
 	}
 
 	data, err := os.ReadFile(outPath)
@@ -161,7 +171,12 @@ func TestJSONLRoundTrip(t *testing.T) {
 		want := results[i]
 		if row.Err != nil {
 			msg := row.Err.Error()
-			want = RowResult{Rewards: []float64{0}, CaseResults: [][]int8{{}}, CaseStatus: [][]string{{}}, Errors: []*string{&msg}}
+			want = RowResult{
+				Rewards:     []float64{0},
+				CaseResults: [][]int8{{}},
+				CaseStatus:  [][]string{{}},
+				Errors:      []*string{&msg},
+			}
 		}
 		if len(want.CaseResults) > 0 && want.CaseResults[0] == nil {
 			want.CaseResults[0] = []int8{}
@@ -184,10 +199,22 @@ func TestJSONLRowErrors(t *testing.T) {
 		want string
 	}{
 		{`{"responses":["a"],"reward_model":{"ground_truth":null}}`, `in.jsonl:1: field "reward_model.ground_truth": null`},
-		{`{"responses":["a"],"reward_model":{"ground_truth":3}}`, `in.jsonl:1: field "reward_model.ground_truth": is a number, want a JSON string or object`},
-		{`{"responses":7,"reward_model":{"ground_truth":"{}"}}`, `in.jsonl:1: field "responses": is a number, want a string or a list of strings`},
-		{`{"responses":["a",1],"reward_model":{"ground_truth":"{}"}}`, `in.jsonl:1: field "responses": element 1 is a number, want a string`},
-		{`{"responses":["a"],"data_source":5,"reward_model":{"ground_truth":"{}"}}`, `in.jsonl:1: field "data_source": is a number, want a string`},
+		{
+			`{"responses":["a"],"reward_model":{"ground_truth":3}}`,
+			`in.jsonl:1: field "reward_model.ground_truth": is a number, want a JSON string or object`,
+		},
+		{
+			`{"responses":7,"reward_model":{"ground_truth":"{}"}}`,
+			`in.jsonl:1: field "responses": is a number, want a string or a list of strings`,
+		},
+		{
+			`{"responses":["a",1],"reward_model":{"ground_truth":"{}"}}`,
+			`in.jsonl:1: field "responses": element 1 is a number, want a string`,
+		},
+		{
+			`{"responses":["a"],"data_source":5,"reward_model":{"ground_truth":"{}"}}`,
+			`in.jsonl:1: field "data_source": is a number, want a string`,
+		},
 		{`[1,2]`, `in.jsonl:1: not a JSON object (it is a list)`},
 		{`{"responses":["a"]} {}`, `in.jsonl:1: not valid JSON: invalid character '{' after top-level value`},
 		{`{"responses":["a"],"reward_model.ground_truth":"{}"}`, ``}, // a flat dotted key is found too
@@ -302,7 +329,11 @@ func TestJSONLToParquet(t *testing.T) {
 }
 
 func TestScoresWithNull(t *testing.T) {
-	r, err := OpenReader(strings.NewReader(`{"responses":["a","b"],"reward_model":{"ground_truth":"{}"},"score":[1,null]}`), "-", DefaultOptions())
+	r, err := OpenReader(
+		strings.NewReader(`{"responses":["a","b"],"reward_model":{"ground_truth":"{}"},"score":[1,null]}`),
+		"-",
+		DefaultOptions(),
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,10 +427,13 @@ func TestJSONLMissingKeys(t *testing.T) {
 		opts  Options
 		want  string // "" when Open must succeed
 	}{
-		{"ground truth", []string{noGT, noGT}, DefaultOptions(), `in.jsonl (first 2 rows): no ground truth column "reward_model.ground_truth" (columns: responses, data_source, reward_model, reward_model.style)`},
+		{"ground truth", []string{noGT, noGT}, DefaultOptions(),
+			`in.jsonl (first 2 rows): no ground truth column "reward_model.ground_truth" (columns: responses, data_source, reward_model, reward_model.style)`},
 		{"response key", []string{good}, Options{ResponseKey: "response"}, `no response column "response"`},
-		{"chosen data source key", []string{good}, Options{DataSourceKey: "source", RequireDataSource: true}, `no data source column "source"`},
-		{"defaulted data source key", []string{`{"responses":["a"],"reward_model":{"ground_truth":"{}"}}`}, DefaultOptions(), ""},
+		{"chosen data source key", []string{good}, Options{DataSourceKey: "source", RequireDataSource: true},
+			`no data source column "source"`},
+		{"defaulted data source key", []string{`{"responses":["a"],"reward_model":{"ground_truth":"{}"}}`},
+			DefaultOptions(), ""},
 		{"language key", []string{good}, Options{LanguageKey: "extra_info.lang"}, `no language column "extra_info.lang"`},
 		{"some rows lack it", []string{noGT, good}, DefaultOptions(), ""},
 	} {
@@ -413,7 +447,9 @@ func TestJSONLMissingKeys(t *testing.T) {
 				if len(rows) != len(tc.lines) {
 					t.Fatalf("got %d rows, want %d", len(rows), len(tc.lines))
 				}
-				if tc.name == "some rows lack it" && (rows[0].Err == nil || !strings.Contains(rows[0].Err.Error(), `in.jsonl:1: field "reward_model.ground_truth": missing`)) {
+				if tc.name == "some rows lack it" &&
+					(rows[0].Err == nil || !strings.Contains(rows[0].Err.Error(),
+						`in.jsonl:1: field "reward_model.ground_truth": missing`)) {
 					t.Errorf("row 1 error: %v", rows[0].Err)
 				}
 				return

@@ -125,7 +125,16 @@ func TestParquetReadsVerlSchema(t *testing.T) {
 	for i, row := range rows {
 		w := want[i]
 		if row.Index != i || row.Line != i+1 || row.File != fixtureParquet {
-			t.Errorf("row %d: Index, Line, File = %d, %d, %q; want %d, %d, %q", i, row.Index, row.Line, row.File, i, i+1, fixtureParquet)
+			t.Errorf(
+				"row %d: Index, Line, File = %d, %d, %q; want %d, %d, %q",
+				i,
+				row.Index,
+				row.Line,
+				row.File,
+				i,
+				i+1,
+				fixtureParquet,
+			)
 		}
 		if row.Err != nil {
 			t.Errorf("row %d: unexpected error %v", i, row.Err)
@@ -201,7 +210,8 @@ func TestParquetLargeTypesAndStructGroundTruth(t *testing.T) {
 	if len(rows) != 3 {
 		t.Fatalf("got %d rows, want 3", len(rows))
 	}
-	if got, want := string(rows[0].GroundTruth), `{"inputs":["1 2\n","<x>"],"outputs":["3\n","\"q\""],"fn_name":null}`; got != want {
+	if got, want := string(rows[0].GroundTruth),
+		`{"inputs":["1 2\n","<x>"],"outputs":["3\n","\"q\""],"fn_name":null}`; got != want {
 		t.Errorf("struct ground truth = %s, want %s", got, want)
 	}
 	if rows[0].ResponseIsList || !reflect.DeepEqual(rows[0].Responses, []string{"print(3)"}) {
@@ -235,8 +245,16 @@ func TestParquetMissingColumns(t *testing.T) {
 		opts Options
 		want []string
 	}{
-		{"response", Options{ResponseKey: "answers"}, []string{`no response column "answers"`, "reward_model.ground_truth", "responses"}},
-		{"ground truth", Options{GroundTruthKey: "reward_model.tests"}, []string{`no ground truth column "reward_model.tests"`, "extra_info.index"}},
+		{
+			"response",
+			Options{ResponseKey: "answers"},
+			[]string{`no response column "answers"`, "reward_model.ground_truth", "responses"},
+		},
+		{
+			"ground truth",
+			Options{GroundTruthKey: "reward_model.tests"},
+			[]string{`no ground truth column "reward_model.tests"`, "extra_info.index"},
+		},
 		{"wrong type", Options{ResponseKey: "extra_info"}, []string{`response column "extra_info" is struct`}},
 	}
 	for _, tt := range tests {
@@ -426,7 +444,18 @@ func TestParquetToJSONL(t *testing.T) {
 		for _, m := range ms {
 			keys = append(keys, m.key)
 		}
-		wantKeys := []string{"data_source", "prompt", "ability", "reward_model", "extra_info", "responses", "reward", "case_results", "case_status", "reward_error"}
+		wantKeys := []string{
+			"data_source",
+			"prompt",
+			"ability",
+			"reward_model",
+			"extra_info",
+			"responses",
+			"reward",
+			"case_results",
+			"case_status",
+			"reward_error",
+		}
 		if !reflect.DeepEqual(keys, wantKeys) {
 			t.Fatalf("line %d keys = %v, want %v", i+1, keys, wantKeys)
 		}
@@ -475,7 +504,13 @@ func TestReservedColumnsRefused(t *testing.T) {
 	}
 
 	jl := filepath.Join(dir, "in.jsonl")
-	os.WriteFile(jl, []byte(`{"responses":["a"],"reward_model":{"ground_truth":"{}"}}`+"\n"+`{"responses":["a"],"reward_model":{"ground_truth":"{}"},"reward":1}`+"\n"), 0o644)
+	os.WriteFile(
+		jl,
+		[]byte(
+			`{"responses":["a"],"reward_model":{"ground_truth":"{}"}}`+"\n"+`{"responses":["a"],"reward_model":{"ground_truth":"{}"},"reward":1}`+"\n",
+		),
+		0o644,
+	)
 	r, err := Open(jl, DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
@@ -494,7 +529,11 @@ func TestParquetLanguageKey(t *testing.T) {
 	schema := arrow.NewSchema([]arrow.Field{
 		{Name: "responses", Type: arrow.ListOf(str), Nullable: true},
 		{Name: "gt", Type: str, Nullable: true},
-		{Name: "extra_info", Type: arrow.StructOf(arrow.Field{Name: "langs", Type: arrow.ListOf(str), Nullable: true}), Nullable: true},
+		{
+			Name:     "extra_info",
+			Type:     arrow.StructOf(arrow.Field{Name: "langs", Type: arrow.ListOf(str), Nullable: true}),
+			Nullable: true,
+		},
 		{Name: "lang", Type: str, Nullable: true},
 	}, nil)
 	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
@@ -538,7 +577,8 @@ func TestParquetLanguageKey(t *testing.T) {
 			t.Errorf("%s: got %v, want %v", tt.key, got, tt.want)
 		}
 	}
-	if _, err := Open(path, Options{GroundTruthKey: "gt", LanguageKey: "nope"}); err == nil || !strings.Contains(err.Error(), `"nope"`) {
+	if _, err := Open(path, Options{GroundTruthKey: "gt", LanguageKey: "nope"}); err == nil ||
+		!strings.Contains(err.Error(), `"nope"`) {
 		t.Errorf("got %v, want an error naming the missing language column", err)
 	}
 }

@@ -310,25 +310,11 @@ func Open(path string, opts Options) (Reader, error) {
 	if st.IsDir() {
 		return openDumpDir(path, opts)
 	}
-	switch formatOf(path) {
-	case formatParquet:
-		return openParquet(path, opts)
-	case formatJSONL:
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, fmt.Errorf("open input: %w", err)
-		}
-		r, err := newJSONLReader(f, f, path, opts)
-		if err != nil {
-			f.Close()
-			return nil, err
-		}
-		return r, nil
+	if f := formatOf(path); f != nil {
+		return f.open(path, opts)
 	}
-	return nil, fmt.Errorf(
-		"open input %s: unknown format (want a .parquet, .jsonl or .json file, a dump directory, or - for stdin)",
-		path,
-	)
+	return nil, fmt.Errorf("open input %s: unknown format (want a %s file, a dump directory, or - for stdin)",
+		path, knownExts())
 }
 
 // OpenInput opens path as Open does, but reads "-" from stdin when stdin
@@ -344,25 +330,6 @@ func OpenInput(path string, stdin io.Reader, opts Options) (Reader, error) {
 // used in messages and as Row.File. Closing the Reader does not close r.
 func OpenReader(r io.Reader, name string, opts Options) (Reader, error) {
 	return newJSONLReader(r, nil, name, opts.withDefaults())
-}
-
-type format int
-
-const (
-	formatUnknown format = iota
-	formatParquet
-	formatJSONL
-)
-
-func formatOf(path string) format {
-	p := strings.ToLower(path)
-	switch {
-	case strings.HasSuffix(p, ".parquet"):
-		return formatParquet
-	case strings.HasSuffix(p, ".jsonl"), strings.HasSuffix(p, ".json"):
-		return formatJSONL
-	}
-	return formatUnknown
 }
 
 func isReserved(name string) bool {

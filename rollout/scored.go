@@ -1,7 +1,6 @@
 package rollout
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -11,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -127,17 +125,10 @@ var ErrNotScored = errors.New("not a verl-score output")
 // back the four result columns, the data source and the reference scores.
 func OpenScored(path string, opts Options) (ScoredReader, error) {
 	opts = opts.withDefaults()
-	switch formatOf(path) {
-	case formatParquet:
-		return openScoredParquet(path, opts)
-	case formatJSONL:
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, fmt.Errorf("open scored output: %w", err)
-		}
-		return &scoredJSONL{jr: &jsonlReader{br: bufio.NewReaderSize(f, 256<<10), closer: f, name: path, opts: opts}}, nil
+	if f := formatOf(path); f != nil {
+		return f.openScored(path, opts)
 	}
-	return nil, fmt.Errorf("open scored output %s: unknown format (want .parquet, .jsonl or .json)", path)
+	return nil, fmt.Errorf("open scored output %s: unknown format (want %s)", path, knownExts())
 }
 
 type scoredJSONL struct {

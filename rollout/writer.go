@@ -72,19 +72,14 @@ func Create(path string, src Reader) (Writer, error) {
 // CreateWith is Create with optional result columns.
 func CreateWith(path string, src Reader, wo WriteOptions) (Writer, error) {
 	f := formatOf(path)
-	if f == formatUnknown {
-		return nil, fmt.Errorf("create output %s: unknown format (want .parquet, .jsonl or .json)", path)
+	if f == nil {
+		return nil, fmt.Errorf("create output %s: unknown format (want %s)", path, knownExts())
 	}
 	af, err := atomicfile.Create(path, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	var w Writer
-	if f == formatParquet {
-		w, err = newParquetWriter(af, src, wo)
-	} else {
-		w = &jsonlWriter{out: af.Writer, af: af, wo: wo}
-	}
+	w, err := f.create(af, src, wo)
 	if err != nil {
 		af.Abort()
 		return nil, err

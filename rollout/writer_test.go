@@ -131,7 +131,14 @@ func writeGenerated(t *testing.T, path string, n int) {
 	}
 	bw := bufio.NewWriter(f)
 	for i := 0; i < n; i++ {
-		fmt.Fprintf(bw, `{"data_source":"taco","prompt":[{"role":"user","content":"Problem %d: read two numbers and print their sum, then explain."}],"ability":"code","reward_model":{"style":"rule","ground_truth":"{\"inputs\": [\"%d 2\\n\", \"3 4\\n\"], \"outputs\": [\"%d\\n\", \"7\\n\"]}"},"extra_info":{"index":%d,"split":"train"},"responses":["`+"```python\\na, b = map(int, input().split())\\nprint(a + b)\\n```"+`","`+"```python\\nimport sys\\nprint(sum(map(int, sys.stdin.read().split())))\\n```"+`"]}`+"\n", i, i, i+2, i)
+		fmt.Fprintf(
+			bw,
+			`{"data_source":"taco","prompt":[{"role":"user","content":"Problem %d: read two numbers and print their sum, then explain."}],"ability":"code","reward_model":{"style":"rule","ground_truth":"{\"inputs\": [\"%d 2\\n\", \"3 4\\n\"], \"outputs\": [\"%d\\n\", \"7\\n\"]}"},"extra_info":{"index":%d,"split":"train"},"responses":["`+"```python\\na, b = map(int, input().split())\\nprint(a + b)\\n```"+`","`+"```python\\nimport sys\\nprint(sum(map(int, sys.stdin.read().split())))\\n```"+`"]}`+"\n",
+			i,
+			i,
+			i+2,
+			i,
+		)
 	}
 	if err := bw.Flush(); err != nil {
 		t.Fatal(err)

@@ -103,7 +103,10 @@ func TestHugeAllocation(t *testing.T) {
 		lang, code string
 	}{
 		{"python", "x = bytearray(4 * 1024 ** 3)\nx[-1] = 1\nprint('allocated')\n"},
-		{"cpp", "#include <vector>\n#include <cstdio>\nint main(){ std::vector<char> v(4LL << 30, 1); std::printf(\"%d\\n\", v[12345]); }\n"},
+		{
+			"cpp",
+			"#include <vector>\n#include <cstdio>\nint main(){ std::vector<char> v(4LL << 30, 1); std::printf(\"%d\\n\", v[12345]); }\n",
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.lang, func(t *testing.T) {
@@ -123,7 +126,14 @@ func TestHugeAllocation(t *testing.T) {
 func TestInfiniteLoopLeavesNothing(t *testing.T) {
 	l := sharedSandbox(t)
 	mark := uniqueMark()
-	resp := runCode(t, l, "python", "import sys\nsys.argv.append("+strconv.Quote(mark)+")\nwhile True:\n    pass\n", 0.5, 1024)
+	resp := runCode(
+		t,
+		l,
+		"python",
+		"import sys\nsys.argv.append("+strconv.Quote(mark)+")\nwhile True:\n    pass\n",
+		0.5,
+		1024,
+	)
 	if resp.RunResult.Status != sandboxclient.StepTimeLimitExceeded || resp.RunResult.ReturnCode != nil {
 		t.Fatalf("got %s, want TimeLimitExceeded with no return code", respText(resp, nil))
 	}
@@ -196,7 +206,12 @@ func TestOutputBeyond128KiB(t *testing.T) {
 	resp := runCode(t, l, "python", "print('x' * 10_000_000)", 10, 1024)
 	rr := resp.RunResult
 	if rr.Status != sandboxclient.StepFinished || len(rr.Stdout) != DefaultMaxOutputBytes {
-		t.Fatalf("got status %q with %d bytes of stdout, want Finished with %d", rr.Status, len(rr.Stdout), DefaultMaxOutputBytes)
+		t.Fatalf(
+			"got status %q with %d bytes of stdout, want Finished with %d",
+			rr.Status,
+			len(rr.Stdout),
+			DefaultMaxOutputBytes,
+		)
 	}
 }
 
@@ -216,9 +231,17 @@ func TestOrphansAreKilled(t *testing.T) {
 		// A child left in the step's process group.
 		{"same-group", "import subprocess\np = subprocess.Popen(['sleep', '300', MARK])\nprint(p.pid, flush=True)\n", false},
 		// A child that left the group with a session of its own.
-		{"new-session", "import subprocess\np = subprocess.Popen(['sleep', '300', MARK], start_new_session=True)\nprint(p.pid, flush=True)\n", true},
+		{
+			"new-session",
+			"import subprocess\np = subprocess.Popen(['sleep', '300', MARK], start_new_session=True)\nprint(p.pid, flush=True)\n",
+			true,
+		},
 		// A daemon: double fork, parent gone.
-		{"daemon", "import os, sys\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        print(os.getpid(), flush=True)\n        os.execv('/bin/sleep', ['sleep', '300', MARK])\n    os._exit(0)\nos.wait()\nimport time; time.sleep(0.2)\n", true},
+		{
+			"daemon",
+			"import os, sys\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        print(os.getpid(), flush=True)\n        os.execv('/bin/sleep', ['sleep', '300', MARK])\n    os._exit(0)\nos.wait()\nimport time; time.sleep(0.2)\n",
+			true,
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -259,7 +282,10 @@ func TestNoNetwork(t *testing.T) {
 		}
 	}()
 	port := ln.Addr().(*net.TCPAddr).Port
-	code := fmt.Sprintf("import socket\ntry:\n    socket.create_connection(('127.0.0.1', %d), timeout=2)\n    print('connected')\nexcept OSError as e:\n    print('failed', e)\n", port)
+	code := fmt.Sprintf(
+		"import socket\ntry:\n    socket.create_connection(('127.0.0.1', %d), timeout=2)\n    print('connected')\nexcept OSError as e:\n    print('failed', e)\n",
+		port,
+	)
 	resp := runCode(t, l, "python", code, 10, 1024)
 	if !strings.HasPrefix(resp.RunResult.Stdout, "failed") {
 		t.Errorf("got stdout %q, want the connection to fail", resp.RunResult.Stdout)
@@ -277,7 +303,11 @@ func TestWritesOutsideRunDir(t *testing.T) {
 	owned := t.TempDir()
 	inOwned := filepath.Join(owned, "pwned")
 	inTmp := filepath.Join(os.TempDir(), fmt.Sprintf("verl-score-escape-%d", time.Now().UnixNano()))
-	code := fmt.Sprintf("for p in [%q, %q]:\n    try:\n        open(p, 'w').write('x')\n        print('wrote', p)\n    except OSError as e:\n        print('refused', p)\n", inOwned, inTmp)
+	code := fmt.Sprintf(
+		"for p in [%q, %q]:\n    try:\n        open(p, 'w').write('x')\n        print('wrote', p)\n    except OSError as e:\n        print('refused', p)\n",
+		inOwned,
+		inTmp,
+	)
 	resp := runCode(t, l, "python", code, 10, 1024)
 	if !strings.Contains(resp.RunResult.Stdout, "refused "+inOwned) {
 		t.Errorf("got stdout %q, want the write into a directory of the test refused", resp.RunResult.Stdout)
@@ -307,7 +337,8 @@ func TestSignalReturnCode(t *testing.T) {
 	l := sharedSandbox(t)
 	needTools(t, l, "cpp")
 	resp := runCode(t, l, "cpp", "#include <cstdlib>\nint main(){ std::abort(); }\n", 10, 1024)
-	if rc := resp.RunResult.ReturnCode; resp.RunResult.Status != sandboxclient.StepFinished || rc == nil || *rc != -int(syscall.SIGABRT) {
+	if rc := resp.RunResult.ReturnCode; resp.RunResult.Status != sandboxclient.StepFinished || rc == nil ||
+		*rc != -int(syscall.SIGABRT) {
 		t.Fatalf("got %s, want Finished with return code -6", respText(resp, nil))
 	}
 }
@@ -316,7 +347,10 @@ func TestContextCancel(t *testing.T) {
 	l := sharedSandbox(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(200*time.Millisecond, cancel)
-	_, err := l.Run(ctx, &sandboxclient.Request{Language: "python", Code: "import time\ntime.sleep(30)", RunTimeout: 30, MemoryLimitMB: 1024})
+	_, err := l.Run(
+		ctx,
+		&sandboxclient.Request{Language: "python", Code: "import time\ntime.sleep(30)", RunTimeout: 30, MemoryLimitMB: 1024},
+	)
 	if err == nil {
 		t.Fatalf("got no error after cancel, want one")
 	}
@@ -374,7 +408,8 @@ func TestCompilersCannotReadHostFiles(t *testing.T) {
 				t.Fatalf("got %s, want a failed compile", respText(resp, nil))
 			}
 			// Denied without a view of its own, absent inside one.
-			if e := resp.CompileResult.Stderr; !strings.Contains(e, "Permission denied") && !strings.Contains(e, "No such file") {
+			if e := resp.CompileResult.Stderr; !strings.Contains(e, "Permission denied") &&
+				!strings.Contains(e, "No such file") {
 				t.Errorf("got compile stderr %q, want a refused read", e)
 			}
 		})

@@ -36,7 +36,13 @@ func BenchmarkPythonThroughput(b *testing.B) {
 	}
 	workers := fast.opts.Concurrency
 	in := "hi"
-	req := &sandboxclient.Request{Language: "python", Code: "print(input())", Stdin: &in, RunTimeout: 10, MemoryLimitMB: 1024}
+	req := &sandboxclient.Request{
+		Language:      "python",
+		Code:          "print(input())",
+		Stdin:         &in,
+		RunTimeout:    10,
+		MemoryLimitMB: 1024,
+	}
 
 	// Interleave rounds of all three so that a noisy machine hurts them alike.
 	const round = 16
@@ -91,7 +97,17 @@ func BenchmarkCppCompileOnce(b *testing.B) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				resp, err := l.Run(context.Background(), &sandboxclient.Request{Language: "cpp", Code: src, Stdin: &inputs[i], CompileTimeout: 60, RunTimeout: 10, MemoryLimitMB: 1024})
+				resp, err := l.Run(
+					context.Background(),
+					&sandboxclient.Request{
+						Language:       "cpp",
+						Code:           src,
+						Stdin:          &inputs[i],
+						CompileTimeout: 60,
+						RunTimeout:     10,
+						MemoryLimitMB:  1024,
+					},
+				)
 				if err != nil || resp.RunResult == nil || resp.RunResult.Stdout != decimal(i+1)+"\n" {
 					b.Errorf("case %d: got %s", i, respText(resp, err))
 				}
@@ -119,9 +135,21 @@ func BenchmarkContainmentCost(b *testing.B) {
 	}
 	in := "1 2"
 	reqs := map[string]*sandboxclient.Request{
-		"python": {Language: "python", Code: "a, b = map(int, input().split())\nprint(a + b)", Stdin: &in, RunTimeout: 10, MemoryLimitMB: 1024},
-		"cpp": {Language: "cpp", Code: "#include <iostream>\nint main(){long a,b;std::cin>>a>>b;std::cout<<a+b<<std::endl;}\n",
-			Stdin: &in, CompileTimeout: 60, RunTimeout: 10, MemoryLimitMB: 1024},
+		"python": {
+			Language:      "python",
+			Code:          "a, b = map(int, input().split())\nprint(a + b)",
+			Stdin:         &in,
+			RunTimeout:    10,
+			MemoryLimitMB: 1024,
+		},
+		"cpp": {
+			Language:       "cpp",
+			Code:           "#include <iostream>\nint main(){long a,b;std::cin>>a>>b;std::cout<<a+b<<std::endl;}\n",
+			Stdin:          &in,
+			CompileTimeout: 60,
+			RunTimeout:     10,
+			MemoryLimitMB:  1024,
+		},
 	}
 	for name, req := range reqs {
 		if full.tools[lang.Get(name).Programs()[0]] == "" {
@@ -168,14 +196,27 @@ func BenchmarkCppCompilePCH(b *testing.B) {
 	in := "3\n1 2 3\n"
 	compareFastPath(b, fast, plain, "compile-pch", "compile-plain", func(i int) *sandboxclient.Request {
 		code := typicalCpp + "// " + decimal(i) + "\n" // a new source each time: compiled, not cached
-		return &sandboxclient.Request{Language: "cpp", Code: code, Stdin: &in, CompileTimeout: 60, RunTimeout: 10, MemoryLimitMB: 1024}
+		return &sandboxclient.Request{
+			Language:       "cpp",
+			Code:           code,
+			Stdin:          &in,
+			CompileTimeout: 60,
+			RunTimeout:     10,
+			MemoryLimitMB:  1024,
+		}
 	}, "6\n")
 }
 
 // compareFastPath sends request(i) to fast and to plain, interleaved, b.N
 // times each, requires stdout want from every answer, and reports the mean
 // time of each (as ms/<fastName>, ms/<plainName>) and their ratio.
-func compareFastPath(b *testing.B, fast, plain *Local, fastName, plainName string, request func(i int) *sandboxclient.Request, want string) {
+func compareFastPath(
+	b *testing.B,
+	fast, plain *Local,
+	fastName, plainName string,
+	request func(i int) *sandboxclient.Request,
+	want string,
+) {
 	var fastT, plainT time.Duration
 	b.ResetTimer()
 	for i := range b.N {
@@ -344,7 +385,14 @@ func BenchmarkJavacArchive(b *testing.B) {
 	in := "3 4 1 7\n"
 	compareFastPath(b, fast, plain, "case-archive", "case-plain", func(i int) *sandboxclient.Request {
 		code := toolchain.JavacArchiveSample + "// " + decimal(i) + "\n" // a new source each time: compiled, not cached
-		return &sandboxclient.Request{Language: "java", Code: code, Stdin: &in, CompileTimeout: 60, RunTimeout: 10, MemoryLimitMB: 1024}
+		return &sandboxclient.Request{
+			Language:       "java",
+			Code:           code,
+			Stdin:          &in,
+			CompileTimeout: 60,
+			RunTimeout:     10,
+			MemoryLimitMB:  1024,
+		}
 	}, "1 4 7 14 Pair[a=1, b=1] zero 3\n")
 }
 
@@ -386,8 +434,13 @@ func BenchmarkPythonDriverThroughput(b *testing.B) {
 		b.Skip("python3 not installed")
 	}
 	in := "3\n4"
-	req := &sandboxclient.Request{Language: "python", Code: testcases.WrapFnName("def add(a, b):\n    return a + b\n", "add"),
-		Stdin: &in, RunTimeout: 10, MemoryLimitMB: 1024}
+	req := &sandboxclient.Request{
+		Language:      "python",
+		Code:          testcases.WrapFnName("def add(a, b):\n    return a + b\n", "add"),
+		Stdin:         &in,
+		RunTimeout:    10,
+		MemoryLimitMB: 1024,
+	}
 	through := func(l *Local) func() error {
 		return func() error {
 			resp, err := l.Run(context.Background(), req)
@@ -431,8 +484,14 @@ func BenchmarkSeccompCost(b *testing.B) {
 	in := "1 2"
 	sum := &sandboxclient.Request{Language: "python", Code: "a, b = map(int, input().split())\nprint(a + b)", Stdin: &in,
 		RunTimeout: 10, MemoryLimitMB: 1024}
-	cpp := &sandboxclient.Request{Language: "cpp", Code: "#include <iostream>\nint main(){long a,b;std::cin>>a>>b;std::cout<<a+b<<std::endl;}\n",
-		Stdin: &in, CompileTimeout: 60, RunTimeout: 10, MemoryLimitMB: 1024}
+	cpp := &sandboxclient.Request{
+		Language:       "cpp",
+		Code:           "#include <iostream>\nint main(){long a,b;std::cin>>a>>b;std::cout<<a+b<<std::endl;}\n",
+		Stdin:          &in,
+		CompileTimeout: 60,
+		RunTimeout:     10,
+		MemoryLimitMB:  1024,
+	}
 	for _, c := range []struct {
 		name  string
 		req   *sandboxclient.Request

@@ -42,13 +42,19 @@ for k in kids:
     _, st = os.waitpid(k, 0)
     bad += st != 0
 print("killed", bad)`
-	resp, err := l.Run(context.Background(), &sandboxclient.Request{Language: "python", Code: code, RunTimeout: 30, MemoryLimitMB: 1024})
+	resp, err := l.Run(
+		context.Background(),
+		&sandboxclient.Request{Language: "python", Code: code, RunTimeout: 30, MemoryLimitMB: 1024},
+	)
 	if err != nil || resp.RunResult == nil {
 		t.Fatalf("%s", respText(resp, err))
 	}
 	out := resp.RunResult.Stdout
 	if out == "killed 0\n" {
-		t.Fatalf("16 processes of 400 MiB all lived in a run bounded at %d MiB", jail.RunMemoryBytes(jail.Limits{AddressMB: 1024})>>20)
+		t.Fatalf(
+			"16 processes of 400 MiB all lived in a run bounded at %d MiB",
+			jail.RunMemoryBytes(jail.Limits{AddressMB: 1024})>>20,
+		)
 	}
 	t.Logf("%s (rc %v, %s)", strings.TrimSpace(out), fmtRC(resp.RunResult.ReturnCode), resp.RunResult.Status)
 }

@@ -33,17 +33,44 @@ func TestStepsRunInACgroupOfTheirOwn(t *testing.T) {
 		iso              IsolationMode
 		noFast           bool
 	}{
-		{"forked python", "python", "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\nprint(open('/proc/self/cgroup').read())", IsolationAuto, false},
-		{"contained python", "python", "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\nprint(open('/proc/self/cgroup').read())", IsolationAuto, true},
-		{"basic bash", "bash", "i=0; while [ $i -lt 150000 ]; do i=$((i+1)); done; cat /proc/self/cgroup", IsolationBasic, true},
-		{"compiled cpp", "cpp", "#include <bits/stdc++.h>\nint main(){ volatile long x=0; for(long i=0;i<1500000000;i++) x+=i; std::ifstream f(\"/proc/self/cgroup\"); std::cout << f.rdbuf(); }", IsolationAuto, true},
+		{
+			"forked python",
+			"python",
+			"import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\nprint(open('/proc/self/cgroup').read())",
+			IsolationAuto,
+			false,
+		},
+		{
+			"contained python",
+			"python",
+			"import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\nprint(open('/proc/self/cgroup').read())",
+			IsolationAuto,
+			true,
+		},
+		{
+			"basic bash",
+			"bash",
+			"i=0; while [ $i -lt 150000 ]; do i=$((i+1)); done; cat /proc/self/cgroup",
+			IsolationBasic,
+			true,
+		},
+		{
+			"compiled cpp",
+			"cpp",
+			"#include <bits/stdc++.h>\nint main(){ volatile long x=0; for(long i=0;i<1500000000;i++) x+=i; std::ifstream f(\"/proc/self/cgroup\"); std::cout << f.rdbuf(); }",
+			IsolationAuto,
+			true,
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			l := newLocal(t, Options{Isolation: c.iso, NoFastPaths: c.noFast, Concurrency: 2})
 			probe(t, l)
 			needTools(t, l, c.lang)
-			resp, err := l.Run(context.Background(), &sandboxclient.Request{Language: c.lang, Code: c.code, RunTimeout: 20, CompileTimeout: 60, MemoryLimitMB: 1024})
+			resp, err := l.Run(
+				context.Background(),
+				&sandboxclient.Request{Language: c.lang, Code: c.code, RunTimeout: 20, CompileTimeout: 60, MemoryLimitMB: 1024},
+			)
 			if err != nil || resp.RunResult == nil {
 				t.Fatalf("%s", respText(resp, err))
 			}
@@ -52,7 +79,8 @@ func TestStepsRunInACgroupOfTheirOwn(t *testing.T) {
 				// Every hierarchy the sandbox uses holds the program in a run's group.
 				for _, ctrl := range []string{"cpu", "memory", "pids"} {
 					parts := strings.SplitN(line, ":", 3)
-					if len(parts) == 3 && (parts[1] == ctrl || (parts[1] == "" && parts[2] != "/")) && !strings.Contains(parts[2], want) {
+					if len(parts) == 3 && (parts[1] == ctrl || (parts[1] == "" && parts[2] != "/")) &&
+						!strings.Contains(parts[2], want) {
 						t.Errorf("%s: the program is in %q, not a run's group (%s…)", ctrl, parts[2], want)
 					}
 				}

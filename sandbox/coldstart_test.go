@@ -21,10 +21,16 @@ func TestSlowColdCachesGiveWarmVerdicts(t *testing.T) {
 	in := "4\n1 2 3 4\n"
 	reqs := map[string]*sandboxclient.Request{
 		"go_test": {Language: "go_test", Code: testifyCode("false", "true")},
-		"cpp": {Language: "cpp", Code: "#include <bits/stdc++.h>\nusing namespace std;\nint main() { int n; cin >> n; vector<long long> v(n); for (auto &x : v) cin >> x; sort(v.rbegin(), v.rend()); cout << accumulate(v.begin(), v.end(), 0LL) << ' ' << v[0] << endl; }\n",
-			Stdin: &in},
-		"java": {Language: "java", Code: "import java.util.*;\nimport java.util.stream.*;\npublic class Main { public static void main(String[] a) { Scanner s = new Scanner(System.in); int n = s.nextInt(); List<Long> v = new ArrayList<>(); for (int i = 0; i < n; i++) v.add(s.nextLong()); System.out.println(v.stream().mapToLong(Long::longValue).sum() + \" \" + Collections.max(v)); } }\n",
-			Stdin: &in},
+		"cpp": {
+			Language: "cpp",
+			Code:     "#include <bits/stdc++.h>\nusing namespace std;\nint main() { int n; cin >> n; vector<long long> v(n); for (auto &x : v) cin >> x; sort(v.rbegin(), v.rend()); cout << accumulate(v.begin(), v.end(), 0LL) << ' ' << v[0] << endl; }\n",
+			Stdin:    &in,
+		},
+		"java": {
+			Language: "java",
+			Code:     "import java.util.*;\nimport java.util.stream.*;\npublic class Main { public static void main(String[] a) { Scanner s = new Scanner(System.in); int n = s.nextInt(); List<Long> v = new ArrayList<>(); for (int i = 0; i < n; i++) v.add(s.nextLong()); System.out.println(v.stream().mapToLong(Long::longValue).sum() + \" \" + Collections.max(v)); } }\n",
+			Stdin:    &in,
+		},
 	}
 	for _, r := range reqs {
 		r.CompileTimeout, r.RunTimeout, r.MemoryLimitMB = 10, 20, 1024

@@ -35,7 +35,11 @@ func needContained(t *testing.T, l *Local) {
 const innocentSum = "a, b = map(int, input().split())\nprint(a + b)\n"
 
 // judgeCase runs code on one case and returns the verdict verl would give.
-func judgeCase(ctx context.Context, l *Local, lang, code, stdin, want string) (verdict.Code, *sandboxclient.Response, error) {
+func judgeCase(
+	ctx context.Context,
+	l *Local,
+	lang, code, stdin, want string,
+) (verdict.Code, *sandboxclient.Response, error) {
 	resp, err := l.Run(ctx, &sandboxclient.Request{Language: lang, Code: code, Stdin: &stdin,
 		RunTimeout: 10, CompileTimeout: 60, MemoryLimitMB: 1024})
 	if err != nil {
@@ -134,8 +138,11 @@ for top in ['/tmp', '/root', '/work', '/home', '/var/tmp', '/sandbox']:
             look(os.path.join(root, f))
 print('not found')
 `
-	cases := append(innocents(10), batchCase{name: "hunter", lang: "python", code: hunter, stdin: "x\n", want: secret + "\n",
-		verdict: verdict.False})
+	cases := append(
+		innocents(10),
+		batchCase{name: "hunter", lang: "python", code: hunter, stdin: "x\n", want: secret + "\n",
+			verdict: verdict.False},
+	)
 	runBatch(t, l, cases)
 }
 
@@ -170,10 +177,22 @@ func TestHostileHostFilesAndSockets(t *testing.T) {
 		}
 	}()
 	reader := fmt.Sprintf("try:\n    print(open(%q).read()[:40])\nexcept OSError as e:\n    print('denied')\n", src)
-	connector := fmt.Sprintf("import socket\ns = socket.socket(socket.AF_UNIX)\ntry:\n    s.connect(%q)\n    print('connected')\nexcept OSError:\n    print('denied')\n", sock)
-	cases := append(innocents(10),
+	connector := fmt.Sprintf(
+		"import socket\ns = socket.socket(socket.AF_UNIX)\ntry:\n    s.connect(%q)\n    print('connected')\nexcept OSError:\n    print('denied')\n",
+		sock,
+	)
+	cases := append(
+		innocents(10),
 		batchCase{name: "host-file", lang: "python", code: reader, stdin: "x\n", want: "denied\n", verdict: verdict.True},
-		batchCase{name: "host-socket", lang: "python", code: connector, stdin: "x\n", want: "denied\n", verdict: verdict.True})
+		batchCase{
+			name:    "host-socket",
+			lang:    "python",
+			code:    connector,
+			stdin:   "x\n",
+			want:    "denied\n",
+			verdict: verdict.True,
+		},
+	)
 	runBatch(t, l, cases)
 	select {
 	case <-accepted:
@@ -188,8 +207,13 @@ func shmCode(key int, create bool) string {
 	if create {
 		flags = "0o1000 | 0o666" // IPC_CREAT
 	}
-	return fmt.Sprintf("import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nlibc.shmget.argtypes = [ctypes.c_int, ctypes.c_size_t, ctypes.c_int]\n"+
-		"i = libc.shmget(%d, %d, %s)\nprint('segment' if i >= 0 else 'none')\n", key, 512<<20, flags)
+	return fmt.Sprintf(
+		"import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nlibc.shmget.argtypes = [ctypes.c_int, ctypes.c_size_t, ctypes.c_int]\n"+
+			"i = libc.shmget(%d, %d, %s)\nprint('segment' if i >= 0 else 'none')\n",
+		key,
+		512<<20,
+		flags,
+	)
 }
 
 // TestHostileSysVSegment: a 512 MB shared memory segment made by a run is
@@ -212,8 +236,12 @@ func TestHostileSysVSegment(t *testing.T) {
 			t.Errorf("the host has the run's segment after the run: %s", line)
 		}
 	}
-	runBatch(t, l, append(innocents(4), batchCase{name: "find-segment", lang: "python", code: shmCode(key, false), stdin: "x\n",
-		want: "none\n", verdict: verdict.True}))
+	runBatch(
+		t,
+		l,
+		append(innocents(4), batchCase{name: "find-segment", lang: "python", code: shmCode(key, false), stdin: "x\n",
+			want: "none\n", verdict: verdict.True}),
+	)
 }
 
 // forkBomb fills its process limit with children that sleep, then leaves
@@ -282,7 +310,17 @@ int main(int argc, char** argv) {
 `
 	for i := range 2 {
 		in := "x"
-		resp, err := l.Run(context.Background(), &sandboxclient.Request{Language: "cpp", Code: code, Stdin: &in, CompileTimeout: 60, RunTimeout: 10, MemoryLimitMB: 1024})
+		resp, err := l.Run(
+			context.Background(),
+			&sandboxclient.Request{
+				Language:       "cpp",
+				Code:           code,
+				Stdin:          &in,
+				CompileTimeout: 60,
+				RunTimeout:     10,
+				MemoryLimitMB:  1024,
+			},
+		)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -330,10 +368,13 @@ func TestRequestFilesStayInTheView(t *testing.T) {
 		}
 	}()
 	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
-	resp, err := l.Run(context.Background(), &sandboxclient.Request{Language: "python", RunTimeout: 10, MemoryLimitMB: 1024,
-		Code:       "import os, time\nprint(os.getcwd(), open('data.txt').read())\ntime.sleep(0.5)\n",
-		Files:      map[string]string{"data.txt": b64(mark)},
-		FetchFiles: []string{"data.txt"}})
+	resp, err := l.Run(
+		context.Background(),
+		&sandboxclient.Request{Language: "python", RunTimeout: 10, MemoryLimitMB: 1024,
+			Code:       "import os, time\nprint(os.getcwd(), open('data.txt').read())\ntime.sleep(0.5)\n",
+			Files:      map[string]string{"data.txt": b64(mark)},
+			FetchFiles: []string{"data.txt"}},
+	)
 	close(stop)
 	wg.Wait()
 	if err != nil {

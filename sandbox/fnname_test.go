@@ -24,9 +24,24 @@ func TestFnNameDriver(t *testing.T) {
 		wantStderr                string
 	}{
 		{"global function", "def add(a, b):\n    return a + b", "add", "1\n2", "3", verdict.True, ""},
-		{"Solution method", "class Solution:\n    def twoSum(self, nums, target):\n        seen = {}\n        for i, x in enumerate(nums):\n            if target - x in seen:\n                return [seen[target - x], i]\n            seen[x] = i",
-			"twoSum", "[2, 7, 11, 15]\n9", "[0, 1]", verdict.True, ""},
-		{"uses deque without importing", "def f(xs):\n    d = deque(xs)\n    d.rotate(1)\n    return list(d)", "f", "[1, 2, 3]", "[3, 1, 2]", verdict.True, ""},
+		{
+			"Solution method",
+			"class Solution:\n    def twoSum(self, nums, target):\n        seen = {}\n        for i, x in enumerate(nums):\n            if target - x in seen:\n                return [seen[target - x], i]\n            seen[x] = i",
+			"twoSum",
+			"[2, 7, 11, 15]\n9",
+			"[0, 1]",
+			verdict.True,
+			"",
+		},
+		{
+			"uses deque without importing",
+			"def f(xs):\n    d = deque(xs)\n    d.rotate(1)\n    return list(d)",
+			"f",
+			"[1, 2, 3]",
+			"[3, 1, 2]",
+			verdict.True,
+			"",
+		},
 		{"missing function", "def other():\n    return 1", "wanted", "1", "1", verdict.False, "wanted"},
 		{"exception", "def f(x):\n    return 1 / x", "f", "0", "0", verdict.False, "ZeroDivisionError"},
 		{"JSON args with a trailing newline", "def f(a, b):\n    return a + b", "f", "1\n2\n", "3", verdict.False, "JSON"},

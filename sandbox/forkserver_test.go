@@ -110,7 +110,8 @@ func TestForkServerLooksLikeAPlainStart(t *testing.T) {
 		}
 	}
 	raiseLine := strings.Count(observe[:strings.Index(observe, "raise ValueError")], "\n") + 1
-	if *want.ReturnCode != 1 || !strings.Contains(want.Stderr, fmt.Sprintf(`File "/sandbox/solution.py", line %d, in <module>`, raiseLine)) {
+	if *want.ReturnCode != 1 ||
+		!strings.Contains(want.Stderr, fmt.Sprintf(`File "/sandbox/solution.py", line %d, in <module>`, raiseLine)) {
 		t.Errorf("the plain run did not end as the program does: rc %d, stderr %q", *want.ReturnCode, want.Stderr)
 	}
 	for _, line := range []string{"thread ran", "atexit ran", "del ran\ndel ran", "unflushed at exit"} {
@@ -147,7 +148,10 @@ print(os.readlink('/proc/self/ns/net'))
 	run := func(code string) string {
 		t.Helper()
 		in := ""
-		resp, err := l.Run(context.Background(), &sandboxclient.Request{Language: "python", Code: code, Stdin: &in, RunTimeout: 10, MemoryLimitMB: 1024})
+		resp, err := l.Run(
+			context.Background(),
+			&sandboxclient.Request{Language: "python", Code: code, Stdin: &in, RunTimeout: 10, MemoryLimitMB: 1024},
+		)
 		if err != nil || resp.Status != sandboxclient.StatusSuccess {
 			t.Fatalf("got %s", respText(resp, err))
 		}
@@ -185,10 +189,20 @@ func TestForkServerEdges(t *testing.T) {
 		{"exit message", "import sys\nsys.exit('bye')", 1024, 10},
 		{"kill self", "import os, signal\nprint('x', flush=True)\nos.kill(os.getpid(), signal.SIGTERM)", 1024, 10},
 		{"abort", "import os\nos.abort()", 1024, 10},
-		{"recursion", "import sys\nsys.setrecursionlimit(10**6)\ndef f(n):\n    return f(n + 1) if n < 200000 else n\nprint(f(0))", 1024, 10},
+		{
+			"recursion",
+			"import sys\nsys.setrecursionlimit(10**6)\ndef f(n):\n    return f(n + 1) if n < 200000 else n\nprint(f(0))",
+			1024,
+			10,
+		},
 		{"timeout", "while True:\n    pass", 1024, 0.5},
 		{"orphan", "import os, time\nif os.fork() == 0:\n    time.sleep(30)\nprint('parent done')", 1024, 10},
-		{"memory", "chunks = []\ntry:\n    while True:\n        chunks.append(bytearray(1 << 20))\nexcept MemoryError:\n    print(len(chunks) // 4)", 256, 20},
+		{
+			"memory",
+			"chunks = []\ntry:\n    while True:\n        chunks.append(bytearray(1 << 20))\nexcept MemoryError:\n    print(len(chunks) // 4)",
+			256,
+			20,
+		},
 		{"input", "print(input())", 1024, 10},
 	}
 	for _, c := range cases {
@@ -215,7 +229,10 @@ func TestForkServerEdges(t *testing.T) {
 	forked.forks.KillServers()
 	for i := 0; i < 3; i++ {
 		in := strconv.Itoa(i)
-		resp, err := forked.Run(context.Background(), &sandboxclient.Request{Language: "python", Code: "print(input())", Stdin: &in, RunTimeout: 10, MemoryLimitMB: 1024})
+		resp, err := forked.Run(
+			context.Background(),
+			&sandboxclient.Request{Language: "python", Code: "print(input())", Stdin: &in, RunTimeout: 10, MemoryLimitMB: 1024},
+		)
 		if err != nil || resp.RunResult == nil || resp.RunResult.Stdout != in+"\n" {
 			t.Fatalf("after the server died: %s", respText(resp, err))
 		}
@@ -240,18 +257,34 @@ var exitCases = []struct {
 	{"atexit", "import atexit\natexit.register(print, 'at exit')\nprint('main')", true},
 	{"finished generator", "def g():\n    yield 1\nprint(list(g()))\nit = g()", true},
 	{"string io", "import io\nbuf = io.StringIO()\nbuf.write('x' * 3)\nprint(buf.getvalue())", true},
-	{"threads", "import threading\nthreading.stack_size(1 << 20)\nt = threading.Thread(target=print, args=('thread',))\nt.start()\nt.join()\nprint('main')", true},
+	{
+		"threads",
+		"import threading\nthreading.stack_size(1 << 20)\nt = threading.Thread(target=print, args=('thread',))\nt.start()\nt.join()\nprint('main')",
+		true,
+	},
 	{"fork", "import os\nif os.fork() == 0:\n    print('child')\nelse:\n    os.wait()\n    print('parent')", true},
 	{"C stdio", "import ctypes\nctypes.CDLL(None).printf(b'from C\\n')\nprint('from Python')", true},
 	{"stdout closed", "import sys\nprint('a')\nsys.stdout.close()", true},
 	// The modules the fn_name driver imports leave weak references with
 	// callbacks (abc's registries, weak sets) that run nothing of the
 	// program's.
-	{"driver's modules", "from typing import *\nimport string, re, datetime, collections, heapq, bisect, copy, math, random, statistics, itertools, functools, operator, io, sys, json\nprint(input())", true},
+	{
+		"driver's modules",
+		"from typing import *\nimport string, re, datetime, collections, heapq, bisect, copy, math, random, statistics, itertools, functools, operator, io, sys, json\nprint(input())",
+		true,
+	},
 	// fast_exit must not run the program's code: neither a metaclass's
 	// __hash__ nor an exception's __getattribute__.
-	{"metaclass hash", "class M(type):\n    def __hash__(cls):\n        print('hash')\n        return 1\nclass C(metaclass=M):\n    pass\nc = C()\nprint('main')", true},
-	{"exception getattribute", "class E(Exception):\n    def __getattribute__(self, name):\n        print('get', name)\n        return object.__getattribute__(self, name)\nraise E()", true},
+	{
+		"metaclass hash",
+		"class M(type):\n    def __hash__(cls):\n        print('hash')\n        return 1\nclass C(metaclass=M):\n    pass\nc = C()\nprint('main')",
+		true,
+	},
+	{
+		"exception getattribute",
+		"class E(Exception):\n    def __getattribute__(self, name):\n        print('get', name)\n        return object.__getattribute__(self, name)\nraise E()",
+		true,
+	},
 	{"exit 3", "import sys\nprint('a')\nsys.exit(3)", false},
 	{"exit 0 at end", "import sys\nprint('a')\nsys.exit(0)", false},
 	{"exit builtin", "print('a')\nexit(4)", false},
@@ -259,20 +292,56 @@ var exitCases = []struct {
 	{"no __file__ then exit", "del __file__\nimport sys\nsys.exit(5)", false},
 	{"keyboard interrupt", "print('a')\nraise KeyboardInterrupt", false},
 	{"syntax error", "print('a'\n", false},
-	{"run exit functions", "import atexit\natexit.register(print, 'at exit')\natexit._run_exitfuncs()\nprint('after')", false},
-	{"clear exit functions", "import atexit\natexit._clear()\nclass D:\n    def __del__(self):\n        print('del')\nd = D()", false},
+	{
+		"run exit functions",
+		"import atexit\natexit.register(print, 'at exit')\natexit._run_exitfuncs()\nprint('after')",
+		false,
+	},
+	{
+		"clear exit functions",
+		"import atexit\natexit._clear()\nclass D:\n    def __del__(self):\n        print('del')\nd = D()",
+		false,
+	},
 	{"del", "class D:\n    def __del__(self):\n        print('del')\nd = D()\nprint('main')", false},
-	{"del in exception", "class D:\n    def __del__(self):\n        print('del')\ndef f():\n    d = D()\n    raise ValueError\nf()", false},
+	{
+		"del in exception",
+		"class D:\n    def __del__(self):\n        print('del')\ndef f():\n    d = D()\n    raise ValueError\nf()",
+		false,
+	},
 	{"del, no gc", "class D(int):\n    __slots__ = ()\n    def __del__(self):\n        print('del')\nd = D(3)", false},
 	{"del, frozen", "import gc\nclass D:\n    def __del__(self):\n        print('del')\nd = D()\ngc.freeze()", false},
-	{"suspended generator", "def g():\n    try:\n        yield 1\n    finally:\n        print('closed')\nit = g()\nnext(it)", false},
-	{"weakref callback", "import weakref\nclass C:\n    pass\nc = C()\nr = weakref.ref(c, lambda r: print('gone'))", false},
+	{
+		"suspended generator",
+		"def g():\n    try:\n        yield 1\n    finally:\n        print('closed')\nit = g()\nnext(it)",
+		false,
+	},
+	{
+		"weakref callback",
+		"import weakref\nclass C:\n    pass\nc = C()\nr = weakref.ref(c, lambda r: print('gone'))",
+		false,
+	},
 	{"file on stdout", "out = open('/dev/stdout', 'w')\nout.write('via /dev/stdout\\n')", false},
 	{"fd 1 wrapper", "import os\nout = os.fdopen(1, 'w', closefd=False)\nout.write('via fd 1\\n')", false},
-	{"stdout replaced", "import io, sys\nprint('first')\nsys.stdout = io.TextIOWrapper(open(1, 'wb', closefd=False))\nprint('second')", false},
-	{"daemon thread", "import threading, time\nthreading.stack_size(1 << 20)\nev = threading.Event()\ndef run():\n    ev.set()\n    time.sleep(0.2)\n    print('late')\nthreading.Thread(target=run, daemon=True).start()\nev.wait()\nprint('main')", false},
-	{"audit hook", "import sys\nsys.addaudithook(lambda e, a: e == 'cpython._PySys_ClearAuditHooks' and print('hook saw exit'))\nprint('main')", false},
-	{"gc callback", "import gc\ngc.callbacks.append(lambda p, i: p == 'start' and print('collect'))\nprint('main')", false},
+	{
+		"stdout replaced",
+		"import io, sys\nprint('first')\nsys.stdout = io.TextIOWrapper(open(1, 'wb', closefd=False))\nprint('second')",
+		false,
+	},
+	{
+		"daemon thread",
+		"import threading, time\nthreading.stack_size(1 << 20)\nev = threading.Event()\ndef run():\n    ev.set()\n    time.sleep(0.2)\n    print('late')\nthreading.Thread(target=run, daemon=True).start()\nev.wait()\nprint('main')",
+		false,
+	},
+	{
+		"audit hook",
+		"import sys\nsys.addaudithook(lambda e, a: e == 'cpython._PySys_ClearAuditHooks' and print('hook saw exit'))\nprint('main')",
+		false,
+	},
+	{
+		"gc callback",
+		"import gc\ngc.callbacks.append(lambda p, i: p == 'start' and print('collect'))\nprint('main')",
+		false,
+	},
 	{"inspect", "import os\nos.environ['PYTHONINSPECT'] = '1'\nprint('main')", false},
 	{"profile", "import sys\nsys.setprofile(lambda *a: None)\nprint('main')", false},
 	{"low recursion limit", "import sys\nprint('main')\nsys.setrecursionlimit(3)", false},
@@ -341,7 +410,10 @@ func TestForkServerPrelude(t *testing.T) {
 	}
 	in := "line one\nline two"
 	run := func(l *Local, code string) *sandboxclient.StepResult {
-		resp, err := l.Run(context.Background(), &sandboxclient.Request{Language: "python", Code: code, Stdin: &in, RunTimeout: 20, MemoryLimitMB: 1024})
+		resp, err := l.Run(
+			context.Background(),
+			&sandboxclient.Request{Language: "python", Code: code, Stdin: &in, RunTimeout: 20, MemoryLimitMB: 1024},
+		)
 		if err != nil || resp.RunResult == nil {
 			t.Fatalf("got %s", respText(resp, err))
 		}
@@ -409,7 +481,10 @@ func TestForkServerReportsCosts(t *testing.T) {
 	const n = 6
 	for i := range n {
 		in := strconv.Itoa(i)
-		resp, err := l.Run(context.Background(), &sandboxclient.Request{Language: "python", Code: "print(input())", Stdin: &in, RunTimeout: 10, MemoryLimitMB: 1024})
+		resp, err := l.Run(
+			context.Background(),
+			&sandboxclient.Request{Language: "python", Code: "print(input())", Stdin: &in, RunTimeout: 10, MemoryLimitMB: 1024},
+		)
 		if err != nil || resp.Status != sandboxclient.StatusSuccess {
 			t.Fatalf("got %s", respText(resp, err))
 		}
@@ -426,7 +501,8 @@ func TestForkServerReportsCosts(t *testing.T) {
 	}
 	// Nothing of a run stays with the server: its programs and their PID
 	// 1s are its init's children.
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", servers[0], servers[0])); err != nil || len(strings.TrimSpace(string(b))) > 0 {
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", servers[0], servers[0])); err != nil ||
+		len(strings.TrimSpace(string(b))) > 0 {
 		t.Errorf("the server has children after its runs: %q %v", b, err)
 	}
 }
@@ -445,7 +521,10 @@ func TestForkServerMachineLoop(t *testing.T) {
 		t.Skipf("no fork server here: %s", why)
 	}
 	run := func(i int) {
-		resp, err := l.Run(context.Background(), &sandboxclient.Request{Language: "python", Code: fmt.Sprintf("print(%d)", i), RunTimeout: 10, MemoryLimitMB: 1024})
+		resp, err := l.Run(
+			context.Background(),
+			&sandboxclient.Request{Language: "python", Code: fmt.Sprintf("print(%d)", i), RunTimeout: 10, MemoryLimitMB: 1024},
+		)
 		if err != nil || resp.RunResult == nil || resp.RunResult.Stdout != fmt.Sprintf("%d\n", i) {
 			t.Fatalf("run %d: got %s", i, respText(resp, err))
 		}
@@ -479,7 +558,15 @@ func TestForkServerParentHooks(t *testing.T) {
 		t.Skipf("no fork server here: %s", why)
 	}
 	run := func(l *Local) string {
-		resp, err := l.Run(context.Background(), &sandboxclient.Request{Language: "python", Code: prelude + "print(sys.forks_seen[0])", RunTimeout: 10, MemoryLimitMB: 1024})
+		resp, err := l.Run(
+			context.Background(),
+			&sandboxclient.Request{
+				Language:      "python",
+				Code:          prelude + "print(sys.forks_seen[0])",
+				RunTimeout:    10,
+				MemoryLimitMB: 1024,
+			},
+		)
 		if err != nil || resp.RunResult == nil {
 			t.Fatalf("got %s", respText(resp, err))
 		}

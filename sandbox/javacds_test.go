@@ -27,11 +27,13 @@ func TestJavacArchiveSameResults(t *testing.T) {
 		t.Fatalf("no javac archive: %s", why)
 	}
 	dir := fast.caches.JavacArchive()
-	if out, err := exec.Command(fast.tools["java"], "-Xshare:on", "-XX:SharedArchiveFile="+filepath.Join(dir, toolchain.JavacArchiveName),
+	if out, err := exec.Command(fast.tools["java"], "-Xshare:on", "-XX:SharedArchiveFile="+filepath.Join(dir,
+		toolchain.JavacArchiveName),
 		"-XX:+UseSerialGC", "-version").CombinedOutput(); err != nil {
 		t.Fatalf("the archive does not map: %v: %s", err, out)
 	}
-	if _, err := plain.Run(context.Background(), &sandboxclient.Request{Language: "python", Code: "pass", RunTimeout: 5}); err != nil {
+	if _, err := plain.Run(context.Background(), &sandboxclient.Request{Language: "python", Code: "pass",
+		RunTimeout: 5}); err != nil {
 		t.Fatal(err)
 	}
 	if using, _ := plain.caches.JavacArchiveState(); using {
@@ -47,17 +49,26 @@ func TestJavacArchiveSameResults(t *testing.T) {
 	}
 	for name, code := range programs {
 		t.Run(name, func(t *testing.T) {
-			req := &sandboxclient.Request{Language: "java", Code: code, Stdin: &in, CompileTimeout: 60, RunTimeout: 10, MemoryLimitMB: 1024}
+			req := &sandboxclient.Request{
+				Language:       "java",
+				Code:           code,
+				Stdin:          &in,
+				CompileTimeout: 60,
+				RunTimeout:     10,
+				MemoryLimitMB:  1024,
+			}
 			a, errA := plain.Run(context.Background(), req)
 			b, errB := fast.Run(context.Background(), req)
 			if errA != nil || errB != nil {
 				t.Fatalf("plain %v, fast %v", errA, errB)
 			}
-			if a.Status != b.Status || (a.RunResult == nil) != (b.RunResult == nil) || (a.CompileResult == nil) != (b.CompileResult == nil) {
+			if a.Status != b.Status || (a.RunResult == nil) != (b.RunResult == nil) ||
+				(a.CompileResult == nil) != (b.CompileResult == nil) {
 				t.Fatalf("plain %s\nfast %s", respText(a, nil), respText(b, nil))
 			}
-			if a.CompileResult != nil && (a.CompileResult.Stdout != b.CompileResult.Stdout || a.CompileResult.Stderr != b.CompileResult.Stderr ||
-				*a.CompileResult.ReturnCode != *b.CompileResult.ReturnCode) {
+			if a.CompileResult != nil &&
+				(a.CompileResult.Stdout != b.CompileResult.Stdout || a.CompileResult.Stderr != b.CompileResult.Stderr ||
+					*a.CompileResult.ReturnCode != *b.CompileResult.ReturnCode) {
 				t.Errorf("compiles differ:\nplain %s\nfast %s", respText(a, nil), respText(b, nil))
 			}
 			if a.RunResult != nil && (a.RunResult.Stdout != b.RunResult.Stdout || a.RunResult.Stderr != b.RunResult.Stderr ||
@@ -105,7 +116,17 @@ func TestJavacArchiveRemoved(t *testing.T) {
 	}
 	in := "2 3 4"
 	code := "import java.util.*;\npublic class Main { public static void main(String[] a) { Scanner s = new Scanner(System.in); int n = s.nextInt(); long t = 0; for (int i = 0; i < n; i++) t += s.nextLong(); System.out.println(t); } }\n"
-	resp, err := l.Run(ctx, &sandboxclient.Request{Language: "java", Code: code, Stdin: &in, CompileTimeout: 60, RunTimeout: 10, MemoryLimitMB: 1024})
+	resp, err := l.Run(
+		ctx,
+		&sandboxclient.Request{
+			Language:       "java",
+			Code:           code,
+			Stdin:          &in,
+			CompileTimeout: 60,
+			RunTimeout:     10,
+			MemoryLimitMB:  1024,
+		},
+	)
 	if err != nil || resp.Status != sandboxclient.StatusSuccess || resp.RunResult.Stdout != "7\n" {
 		t.Fatalf("after the archive was removed: %s", respText(resp, err))
 	}

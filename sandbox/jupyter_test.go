@@ -43,7 +43,15 @@ func cells(t *testing.T, body string, n int) []server.CellResult {
 	t.Helper()
 	code, r := runJupyter(t, body)
 	if code != http.StatusOK || r.Status != "Success" || len(r.Cells) != n {
-		t.Fatalf("HTTP %d, status %q (%s), %d cells, want 200 Success with %d cells; driver %+v", code, r.Status, r.Message, len(r.Cells), n, r.Driver)
+		t.Fatalf(
+			"HTTP %d, status %q (%s), %d cells, want 200 Success with %d cells; driver %+v",
+			code,
+			r.Status,
+			r.Message,
+			len(r.Cells),
+			n,
+			r.Driver,
+		)
 	}
 	return r.Cells
 }
@@ -58,14 +66,21 @@ func TestJupyterPrint(t *testing.T) {
 
 func TestJupyterMultiCell(t *testing.T) {
 	c := cells(t, `{"cells": ["a = \"hello\"", "a", "print(a)"]}`, 3)
-	if c[0].Stdout != "" || len(c[1].Display) != 1 || c[1].Display[0]["text/plain"] != "'hello'" || c[2].Stdout != "hello\n" {
+	if c[0].Stdout != "" || len(c[1].Display) != 1 || c[1].Display[0]["text/plain"] != "'hello'" ||
+		c[2].Stdout != "hello\n" {
 		t.Errorf("cells %+v", c)
 	}
 }
 
 func TestJupyterMultiCellRaise(t *testing.T) {
-	c := cells(t, `{"cells": ["a = \"hello\"", "import sys\nsys.stderr.write(\"This is an error message\\n\")", "assert False", "print(a)"]}`, 4)
-	if c[0].Stdout != "" || c[1].Stderr != "This is an error message\n" || len(c[2].Error) != 1 || c[2].Error[0]["ename"] != "AssertionError" || c[3].Stdout != "hello\n" {
+	c := cells(
+		t,
+		`{"cells": ["a = \"hello\"", "import sys\nsys.stderr.write(\"This is an error message\\n\")", "assert False", "print(a)"]}`,
+		4,
+	)
+	if c[0].Stdout != "" || c[1].Stderr != "This is an error message\n" || len(c[2].Error) != 1 ||
+		c[2].Error[0]["ename"] != "AssertionError" ||
+		c[3].Stdout != "hello\n" {
 		t.Errorf("cells %+v", c)
 	}
 	// The value of a last expression that writes to stderr is shown too.
@@ -81,7 +96,11 @@ func TestJupyterPlot(t *testing.T) {
 		}
 		t.Skip("SKIPPED: no matplotlib for /usr/bin/python3 (apt-get install python3-matplotlib)")
 	}
-	c := cells(t, `{"cells": ["import matplotlib.pyplot as plt", "\nx = [1, 2, 3, 4, 5]\ny = [2, 3, 5, 7, 11]\n\nplt.plot(x, y)\n\nplt.title('Simple Plot')\nplt.xlabel('X-axis')\nplt.ylabel('Y-axis')\n\nplt.show()\n    "]}`, 2)
+	c := cells(
+		t,
+		`{"cells": ["import matplotlib.pyplot as plt", "\nx = [1, 2, 3, 4, 5]\ny = [2, 3, 5, 7, 11]\n\nplt.plot(x, y)\n\nplt.title('Simple Plot')\nplt.xlabel('X-axis')\nplt.ylabel('Y-axis')\n\nplt.show()\n    "]}`,
+		2,
+	)
 	if len(c[1].Display) == 0 || c[1].Display[0]["image/png"] == nil {
 		t.Errorf("the plot cell displayed %+v, want an image/png; cells %+v", c[1].Display, c)
 	}

@@ -177,7 +177,8 @@ func compareStepResult(t *testing.T, name string, got, want *sandboxclient.StepR
 	if got.Status != want.Status {
 		t.Errorf("%s: got status %q, want %q", name, got.Status, want.Status)
 	}
-	if (got.ReturnCode == nil) != (want.ReturnCode == nil) || (got.ReturnCode != nil && *got.ReturnCode != *want.ReturnCode) {
+	if (got.ReturnCode == nil) != (want.ReturnCode == nil) ||
+		(got.ReturnCode != nil && *got.ReturnCode != *want.ReturnCode) {
 		t.Errorf("%s: got return code %v, want %v", name, fmtRC(got.ReturnCode), fmtRC(want.ReturnCode))
 	}
 	if output && got.Stdout != want.Stdout {
@@ -235,7 +236,17 @@ func TestCompileCache(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			in := strings.Repeat("1", i+1)
-			resp, err := l.Run(context.Background(), &sandboxclient.Request{Language: "cpp", Code: code, Stdin: &in, RunTimeout: 5, CompileTimeout: 30, MemoryLimitMB: 1024})
+			resp, err := l.Run(
+				context.Background(),
+				&sandboxclient.Request{
+					Language:       "cpp",
+					Code:           code,
+					Stdin:          &in,
+					RunTimeout:     5,
+					CompileTimeout: 30,
+					MemoryLimitMB:  1024,
+				},
+			)
 			if err != nil {
 				errs[i] = err
 				return
@@ -257,7 +268,16 @@ func TestCompileCache(t *testing.T) {
 	}
 	// A compile error is cached as well.
 	for range 2 {
-		resp, err := l.Run(context.Background(), &sandboxclient.Request{Language: "cpp", Code: "int main(){ return x; }", RunTimeout: 5, CompileTimeout: 30, MemoryLimitMB: 1024})
+		resp, err := l.Run(
+			context.Background(),
+			&sandboxclient.Request{
+				Language:       "cpp",
+				Code:           "int main(){ return x; }",
+				RunTimeout:     5,
+				CompileTimeout: 30,
+				MemoryLimitMB:  1024,
+			},
+		)
 		if err != nil || resp.CompileResult == nil || resp.RunResult != nil || resp.Status != sandboxclient.StatusFailed {
 			t.Fatalf("compile error: got %s", respText(resp, err))
 		}
@@ -280,7 +300,16 @@ func TestConcurrentStdin(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			in := strings.Repeat("x", i*1000) + "\n" // beyond small pipe writes for most
-			resp, err := l.Run(context.Background(), &sandboxclient.Request{Language: "python", Code: "import sys; print(len(sys.stdin.read()))", Stdin: &in, RunTimeout: 20, MemoryLimitMB: 1024})
+			resp, err := l.Run(
+				context.Background(),
+				&sandboxclient.Request{
+					Language:      "python",
+					Code:          "import sys; print(len(sys.stdin.read()))",
+					Stdin:         &in,
+					RunTimeout:    20,
+					MemoryLimitMB: 1024,
+				},
+			)
 			if err != nil {
 				got[i] = err.Error()
 				return
@@ -305,12 +334,18 @@ func TestIsolationNone(t *testing.T) {
 		t.Errorf("got warnings %q, want a note that isolation is off", warn.String())
 	}
 	in := "hi"
-	resp, err := l.Run(context.Background(), &sandboxclient.Request{Language: "python", Code: "print(input())", Stdin: &in, RunTimeout: 10, MemoryLimitMB: 1024})
+	resp, err := l.Run(
+		context.Background(),
+		&sandboxclient.Request{Language: "python", Code: "print(input())", Stdin: &in, RunTimeout: 10, MemoryLimitMB: 1024},
+	)
 	if err != nil || resp.Status != sandboxclient.StatusSuccess || resp.RunResult.Stdout != "hi\n" {
 		t.Fatalf("got %s, want Success with hi", respText(resp, err))
 	}
 	// Limits hold without isolation too.
-	resp, err = l.Run(context.Background(), &sandboxclient.Request{Language: "python", Code: "x = bytearray(4 * 1024 ** 3)", RunTimeout: 10, MemoryLimitMB: 256})
+	resp, err = l.Run(
+		context.Background(),
+		&sandboxclient.Request{Language: "python", Code: "x = bytearray(4 * 1024 ** 3)", RunTimeout: 10, MemoryLimitMB: 256},
+	)
 	if err != nil || resp.RunResult == nil || !strings.Contains(resp.RunResult.Stderr, "MemoryError") {
 		t.Fatalf("got %s, want a MemoryError", respText(resp, err))
 	}
@@ -374,7 +409,10 @@ func TestJavaTuples(t *testing.T) {
 		t.Skip("javatuples is not installed (Debian: libjavatuples-java)")
 	}
 	code := "import org.javatuples.*;\npublic class Main {\n  public static void main(String[] a) {\n    Pair<Integer, String> p = Pair.with(1, \"x\");\n    System.out.println(p.getValue0() + p.getValue1());\n  }\n}\n"
-	resp, err := l.Run(context.Background(), &sandboxclient.Request{Language: "java", Code: code, CompileTimeout: 60, RunTimeout: 20, MemoryLimitMB: 1024})
+	resp, err := l.Run(
+		context.Background(),
+		&sandboxclient.Request{Language: "java", Code: code, CompileTimeout: 60, RunTimeout: 20, MemoryLimitMB: 1024},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -440,7 +478,17 @@ func TestProgramsReopenTheirStdio(t *testing.T) {
 		{"bash", "read a b < /dev/stdin; echo -n $((a + b)) > /dev/stdout; echo -n e > /dev/stderr"},
 	} {
 		in := "1 2\n"
-		resp, err := l.Run(context.Background(), &sandboxclient.Request{Language: tc.lang, Code: tc.code, Stdin: &in, RunTimeout: 10, CompileTimeout: 10, MemoryLimitMB: 1024})
+		resp, err := l.Run(
+			context.Background(),
+			&sandboxclient.Request{
+				Language:       tc.lang,
+				Code:           tc.code,
+				Stdin:          &in,
+				RunTimeout:     10,
+				CompileTimeout: 10,
+				MemoryLimitMB:  1024,
+			},
+		)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -83,7 +83,12 @@ func pythonProbe(t *testing.T) string {
 	b.WriteString("import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nlibc.syscall.restype = ctypes.c_long\n")
 	for _, p := range lockdownProbes {
 		args := callArgs(t, p, "ctypes.c_ulong(%d)")
-		fmt.Fprintf(&b, "r = libc.syscall(%s)\nprint(%q, 0 if r >= 0 else ctypes.get_errno())\n", strings.Join(args, ", "), p.name)
+		fmt.Fprintf(
+			&b,
+			"r = libc.syscall(%s)\nprint(%q, 0 if r >= 0 else ctypes.get_errno())\n",
+			strings.Join(args, ", "),
+			p.name,
+		)
 	}
 	b.WriteString("fields = dict(l.split(':', 1) for l in open('/proc/self/status'))\n")
 	b.WriteString("for k in (" + statusFields + "):\n    print(k, fields[k].strip())\n")
@@ -92,8 +97,10 @@ func pythonProbe(t *testing.T) string {
 
 func cppProbe(t *testing.T) string {
 	var b strings.Builder
-	b.WriteString("#include <cerrno>\n#include <cstdio>\n#include <fstream>\n#include <iostream>\n#include <map>\n#include <string>\n" +
-		"#include <unistd.h>\n#include <sys/syscall.h>\nint main() {\n  long r;\n")
+	b.WriteString(
+		"#include <cerrno>\n#include <cstdio>\n#include <fstream>\n#include <iostream>\n#include <map>\n#include <string>\n" +
+			"#include <unistd.h>\n#include <sys/syscall.h>\nint main() {\n  long r;\n",
+	)
 	for _, p := range lockdownProbes {
 		args := callArgs(t, p, "%dUL")
 		fmt.Fprintf(&b, "  errno = 0; r = syscall(%s); std::cout << %q << ' ' << (r >= 0 ? 0 : errno) << '\\n';\n",
@@ -116,7 +123,12 @@ func goProbe(t *testing.T) string {
 		for len(args) < 7 {
 			args = append(args, "0")
 		}
-		fmt.Fprintf(&b, "\tif _, _, e := syscall.RawSyscall6(%s); true {\n\t\tfmt.Println(%q, int(e))\n\t}\n", strings.Join(args, ", "), p.name)
+		fmt.Fprintf(
+			&b,
+			"\tif _, _, e := syscall.RawSyscall6(%s); true {\n\t\tfmt.Println(%q, int(e))\n\t}\n",
+			strings.Join(args, ", "),
+			p.name,
+		)
 	}
 	b.WriteString(`	data, _ := os.ReadFile("/proc/self/status")
 	f := map[string]string{}

@@ -152,7 +152,12 @@ func trivialSolutions(n, from int) []score.Solution {
 	gt := trivialTruth()
 	out := make([]score.Solution, n)
 	for i := range out {
-		out[i] = score.Solution{ID: int64(from + i), Completion: fmt.Sprintf("```python\npass  # case %d\n```", from+i), GroundTruth: gt, DataSource: "taco"}
+		out[i] = score.Solution{
+			ID:          int64(from + i),
+			Completion:  fmt.Sprintf("```python\npass  # case %d\n```", from+i),
+			GroundTruth: gt,
+			DataSource:  "taco",
+		}
 	}
 	return out
 }

@@ -34,7 +34,14 @@ func TestPCHSameResults(t *testing.T) {
 	}
 	for name, code := range programs {
 		t.Run(name, func(t *testing.T) {
-			req := &sandboxclient.Request{Language: "cpp", Code: code, Stdin: &in, CompileTimeout: 60, RunTimeout: 10, MemoryLimitMB: 1024}
+			req := &sandboxclient.Request{
+				Language:       "cpp",
+				Code:           code,
+				Stdin:          &in,
+				CompileTimeout: 60,
+				RunTimeout:     10,
+				MemoryLimitMB:  1024,
+			}
 			a, errA := plain.Run(context.Background(), req)
 			b, errB := fast.Run(context.Background(), req)
 			if errA != nil || errB != nil {
@@ -43,7 +50,8 @@ func TestPCHSameResults(t *testing.T) {
 			if a.Status != b.Status || (a.RunResult == nil) != (b.RunResult == nil) {
 				t.Fatalf("plain %s\nfast %s", respText(a, nil), respText(b, nil))
 			}
-			if a.RunResult != nil && (a.RunResult.Stdout != b.RunResult.Stdout || *a.RunResult.ReturnCode != *b.RunResult.ReturnCode) {
+			if a.RunResult != nil &&
+				(a.RunResult.Stdout != b.RunResult.Stdout || *a.RunResult.ReturnCode != *b.RunResult.ReturnCode) {
 				t.Errorf("plain %s\nfast %s", respText(a, nil), respText(b, nil))
 			}
 			if name == "error" && !strings.Contains(b.CompileResult.Stderr, "undefined_name") {

@@ -92,7 +92,13 @@ func serveMatrix(t *testing.T, cases []lang.Case) {
 			dResp, dErr := local.Run(ctx, c.Request())
 			viaHTTP, direct := c.Judge(hResp, hErr), c.Judge(dResp, dErr)
 			if viaHTTP.Verdict != c.Want {
-				t.Errorf("via HTTP: got verdict %v (%s), want %v; response %s", viaHTTP.Verdict, viaHTTP.Status, c.Want, dump(hResp))
+				t.Errorf(
+					"via HTTP: got verdict %v (%s), want %v; response %s",
+					viaHTTP.Verdict,
+					viaHTTP.Status,
+					c.Want,
+					dump(hResp),
+				)
 			}
 			if direct.Verdict != c.Want {
 				t.Errorf("direct: got verdict %v (%s), want %v; response %s", direct.Verdict, direct.Status, c.Want, dump(dResp))
@@ -187,12 +193,21 @@ func BenchmarkPythonEcho(b *testing.B) {
 	defer local.Close()
 	srv := httptest.NewServer(server.New(local, server.Options{Slots: 2}).Handler())
 	defer srv.Close()
-	hc, err := sandboxclient.NewHTTPClient(sandboxclient.HTTPOptions{URL: srv.URL + "/run_code", MaxConns: 2, Retry: sandboxclient.VerlRetryPolicy()})
+	hc, err := sandboxclient.NewHTTPClient(
+		sandboxclient.HTTPOptions{URL: srv.URL + "/run_code", MaxConns: 2, Retry: sandboxclient.VerlRetryPolicy()},
+	)
 	if err != nil {
 		b.Fatal(err)
 	}
 	in := "hello"
-	req := &sandboxclient.Request{CompileTimeout: 10, RunTimeout: 10, MemoryLimitMB: 1024, Language: "python", Code: "print(input())", Stdin: &in}
+	req := &sandboxclient.Request{
+		CompileTimeout: 10,
+		RunTimeout:     10,
+		MemoryLimitMB:  1024,
+		Language:       "python",
+		Code:           "print(input())",
+		Stdin:          &in,
+	}
 	for _, bc := range []struct {
 		name string
 		c    sandboxclient.Client

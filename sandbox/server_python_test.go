@@ -100,7 +100,8 @@ func TestVerlConcurrencyAgainstDefaults(t *testing.T) {
 	srv := httptest.NewServer(server.New(l, server.Options{Slots: 2}).Handler())
 	defer srv.Close()
 	const n = 256
-	out, err := exec.Command("/usr/bin/python3", "-c", verlLoadClient, srv.URL+"/run_code", strconv.Itoa(n)).CombinedOutput()
+	out, err := exec.Command("/usr/bin/python3", "-c", verlLoadClient, srv.URL+"/run_code", strconv.Itoa(n)).
+		CombinedOutput()
 	if err != nil {
 		t.Fatalf("python client: %v\n%s", err, out)
 	}

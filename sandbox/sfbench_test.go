@@ -74,10 +74,19 @@ func mixedRequests(round int) []*sandboxclient.Request {
 	sources := []struct{ lang, code string }{
 		{"python", "# " + tag + "\nn = int(input())\nprint(sum(map(int, input().split())) * n // n)\n"},
 		{"python", "# " + tag + "\nimport sys\ndata = sys.stdin.read().split()\nprint(sum(int(x) for x in data[1:]))\n"},
-		{"python", "# " + tag + "\nfrom collections import Counter\nn = int(input())\nc = Counter(map(int, input().split()))\nprint(sum(k * v for k, v in c.items()))\n"},
+		{
+			"python",
+			"# " + tag + "\nfrom collections import Counter\nn = int(input())\nc = Counter(map(int, input().split()))\nprint(sum(k * v for k, v in c.items()))\n",
+		},
 		{"cpp", typicalCpp + "// " + tag + "\n"},
-		{"cpp", "#include <iostream>\n// " + tag + "\nint main(){long n, s = 0, x; std::cin >> n; while (n--) { std::cin >> x; s += x; } std::cout << s << std::endl;}\n"},
-		{"java", "// " + tag + "\nimport java.util.*;\npublic class Main { public static void main(String[] a) { Scanner s = new Scanner(System.in); int n = s.nextInt(); long t = 0; for (int i = 0; i < n; i++) t += s.nextLong(); System.out.println(t); } }\n"},
+		{
+			"cpp",
+			"#include <iostream>\n// " + tag + "\nint main(){long n, s = 0, x; std::cin >> n; while (n--) { std::cin >> x; s += x; } std::cout << s << std::endl;}\n",
+		},
+		{
+			"java",
+			"// " + tag + "\nimport java.util.*;\npublic class Main { public static void main(String[] a) { Scanner s = new Scanner(System.in); int n = s.nextInt(); long t = 0; for (int i = 0; i < n; i++) t += s.nextLong(); System.out.println(t); } }\n",
+		},
 	}
 	var out []*sandboxclient.Request
 	for _, src := range sources {

@@ -36,7 +36,8 @@ type sfRunnerCase struct {
 
 var sfRunnerCases = []sfRunnerCase{
 	{name: "perl print", language: "perl", code: "\nprint \"Hello, World!\\n\";\n",
-		runTimeout: 5, status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished, stdoutHas: "Hello, World!"},
+		runTimeout: 5, status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished,
+		stdoutHas: "Hello, World!"},
 	{name: "perl timeout", language: "perl", code: "\nsleep(5);\nprint(\"slept\")\n",
 		runTimeout: 1, status: sandboxclient.StatusFailed, runStatus: sandboxclient.StepTimeLimitExceeded},
 	// MultiPL-E's Perl tests use Test::Deep and Data::Compare.
@@ -49,33 +50,56 @@ var sfRunnerCases = []sfRunnerCase{
 
 	// SandboxFusion runs `go test file_test.go`; its stdout is go test's.
 	{name: "go_test pass", language: "go_test", code: goTestCode("if add(2, 3) != 5 { t.Fatal(\"wrong\") }"),
-		status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished, stdoutHas: "ok  \tcommand-line-arguments\t"},
+		status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished,
+		stdoutHas: "ok  \tcommand-line-arguments\t"},
 	{name: "go_test fail", language: "go_test", code: goTestCode("if add(2, 3) != 6 { t.Fatal(\"wrong\") }"),
 		status: sandboxclient.StatusFailed, runStatus: sandboxclient.StepFinished, stdoutHas: "--- FAIL: TestAdd"},
 	{name: "go_test fail summary", language: "go_test", code: goTestCode("if add(2, 3) != 6 { t.Fatal(\"wrong\") }"),
-		status: sandboxclient.StatusFailed, runStatus: sandboxclient.StepFinished, stdoutHas: "\nFAIL\tcommand-line-arguments\t"},
-	{name: "go_test exit without output", language: "go_test", code: "package main\nimport (\"os\"; \"testing\")\nfunc TestExit(t *testing.T) { os.Exit(3) }\n",
-		status: sandboxclient.StatusFailed, runStatus: sandboxclient.StepFinished, stdoutHas: "exit status 3\nFAIL\tcommand-line-arguments\t"},
+		status: sandboxclient.StatusFailed, runStatus: sandboxclient.StepFinished,
+		stdoutHas: "\nFAIL\tcommand-line-arguments\t"},
+	{
+		name:      "go_test exit without output",
+		language:  "go_test",
+		code:      "package main\nimport (\"os\"; \"testing\")\nfunc TestExit(t *testing.T) { os.Exit(3) }\n",
+		status:    sandboxclient.StatusFailed,
+		runStatus: sandboxclient.StepFinished,
+		stdoutHas: "exit status 3\nFAIL\tcommand-line-arguments\t",
+	},
 
 	{name: "go_test testify pass", language: "go_test", code: testifyCode("false", "true"), runTimeout: 20,
 		status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished, stdoutHas: "ok"},
 	{name: "go_test testify fail", language: "go_test", code: testifyCode("true", "true"), runTimeout: 20,
 		status: sandboxclient.StatusFailed, runStatus: sandboxclient.StepFinished, stdoutHas: "Error Trace"},
 
-	{name: "typescript print", language: "typescript", code: "\n    const x: number = 123;\n    console.log(x);\n", runTimeout: 10,
-		status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished, stdoutHas: "123"},
+	{
+		name:       "typescript print",
+		language:   "typescript",
+		code:       "\n    const x: number = 123;\n    console.log(x);\n",
+		runTimeout: 10,
+		status:     sandboxclient.StatusSuccess,
+		runStatus:  sandboxclient.StepFinished,
+		stdoutHas:  "123",
+	},
 	{name: "typescript timeout", language: "typescript",
 		code:       "\n    import util from 'util';\n\n    const sleep = util.promisify(setTimeout);\n\n    async function main() {\n        await sleep(200);\n    }\n\n    main();\n",
 		runTimeout: 0.1, status: sandboxclient.StatusFailed, runStatus: sandboxclient.StepTimeLimitExceeded},
-	{name: "typescript assertion error", language: "typescript", code: "\n    import assert from \"assert\";\n    assert.strictEqual(1, 2, '1 !== 2');\n",
-		status: sandboxclient.StatusFailed, runStatus: sandboxclient.StepFinished, outputHas: "AssertionError"},
+	{
+		name:      "typescript assertion error",
+		language:  "typescript",
+		code:      "\n    import assert from \"assert\";\n    assert.strictEqual(1, 2, '1 !== 2');\n",
+		status:    sandboxclient.StatusFailed,
+		runStatus: sandboxclient.StepFinished,
+		outputHas: "AssertionError",
+	},
 	// lodash comes from the sandbox's Node.js runtime (noderuntime/).
 	{name: "typescript lodash dep", language: "typescript",
 		code:       "\n    import _ from \"lodash\";\n    import assert from \"assert\";\n\n    assert(_.isEqual(1, 1));\n    console.log('done');\n",
-		runTimeout: 10, status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished, stdoutHas: "done", needs: lang.NodeRuntime},
+		runTimeout: 10, status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished, stdoutHas: "done",
+		needs: lang.NodeRuntime},
 	{name: "nodejs lodash dep", language: "nodejs",
 		code:       "const _ = require('lodash');\nconsole.log(_.chunk([1, 2, 3], 2).length);\n",
-		runTimeout: 10, status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished, stdoutHas: "2", needs: lang.NodeRuntime},
+		runTimeout: 10, status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished, stdoutHas: "2",
+		needs: lang.NodeRuntime},
 	{name: "java external jar", language: "java", needs: "/usr/share/java/javatuples.jar",
 		code: "\n    import org.javatuples.Pair;\n    import org.javatuples.Triplet;\n\n    public class Main {\n" +
 			"        public static void main(String[] args) {\n            Pair<String, Integer> pair = Pair.with(\"apple\", 1);\n" +
@@ -83,7 +107,8 @@ var sfRunnerCases = []sfRunnerCase{
 			"            Triplet<String, Integer, Double> triplet = Triplet.with(\"banana\", 2, 0.99);\n" +
 			"            System.out.println(\"Fruit: \" + triplet.getValue0() + \", Quantity: \" + triplet.getValue1() + \", Price: \" + triplet.getValue2());\n" +
 			"        }\n    }\n    ",
-		runTimeout: 20, status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished, stdoutHas: "Fruit: banana, Quantity: 2, Price: 0.99"},
+		runTimeout: 20, status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished,
+		stdoutHas: "Fruit: banana, Quantity: 2, Price: 0.99"},
 	// HumanEval-X's console.assert only prints.
 	{name: "typescript console.assert", language: "typescript", code: "console.assert(1 === 2);",
 		status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished, outputHas: "Assertion failed"},
@@ -101,10 +126,24 @@ var sfRunnerCases = []sfRunnerCase{
 		status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished, stdoutHas: "123"},
 	{name: "php timeout", language: "php", code: "\n    <?php\n    sleep(2);\n    ?>\n    ", runTimeout: 0.1,
 		status: sandboxclient.StatusFailed, runStatus: sandboxclient.StepTimeLimitExceeded},
-	{name: "php user error", language: "php", code: "\n    <?php\n    trigger_error(\"Custom error\", E_USER_ERROR);\n    ?>\n    ",
-		status: sandboxclient.StatusFailed, runStatus: sandboxclient.StepFinished, outputHas: "Custom error"},
-	{name: "php stdin", language: "php", code: "\n    <?php\n        $input = readline();\n        echo intval($input);\n    ?>\n", runTimeout: 5,
-		stdin: ptr("65535"), status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished, stdoutHas: "65535"},
+	{
+		name:      "php user error",
+		language:  "php",
+		code:      "\n    <?php\n    trigger_error(\"Custom error\", E_USER_ERROR);\n    ?>\n    ",
+		status:    sandboxclient.StatusFailed,
+		runStatus: sandboxclient.StepFinished,
+		outputHas: "Custom error",
+	},
+	{
+		name:       "php stdin",
+		language:   "php",
+		code:       "\n    <?php\n        $input = readline();\n        echo intval($input);\n    ?>\n",
+		runTimeout: 5,
+		stdin:      ptr("65535"),
+		status:     sandboxclient.StatusSuccess,
+		runStatus:  sandboxclient.StepFinished,
+		stdoutHas:  "65535",
+	},
 
 	{name: "ruby puts", language: "ruby", code: "\nputs \"Hello, World!\";\n", runTimeout: 5,
 		status: sandboxclient.StatusSuccess, runStatus: sandboxclient.StepFinished, stdoutHas: "Hello, World!"},
@@ -212,9 +251,17 @@ func serveSFRunnerCases(t *testing.T, cases []sfRunnerCase) {
 			if err != nil || resp.RunResult == nil {
 				t.Fatalf("got %s", respText(resp, err))
 			}
-			if resp.Status != c.status || resp.RunResult.Status != c.runStatus || !strings.Contains(resp.RunResult.Stdout, c.stdoutHas) ||
+			if resp.Status != c.status || resp.RunResult.Status != c.runStatus ||
+				!strings.Contains(resp.RunResult.Stdout, c.stdoutHas) ||
 				!strings.Contains(resp.RunResult.Stdout+resp.RunResult.Stderr, c.outputHas) {
-				t.Errorf("want %s/%s with %q in stdout and %q in the output, got %s", c.status, c.runStatus, c.stdoutHas, c.outputHas, respText(resp, nil))
+				t.Errorf(
+					"want %s/%s with %q in stdout and %q in the output, got %s",
+					c.status,
+					c.runStatus,
+					c.stdoutHas,
+					c.outputHas,
+					respText(resp, nil),
+				)
 			}
 			if c.compileStatus != "" && (resp.CompileResult == nil || resp.CompileResult.Status != c.compileStatus) {
 				t.Errorf("want compile step %s, got %s", c.compileStatus, respText(resp, nil))
@@ -238,11 +285,26 @@ func TestNewRunnersAreContained(t *testing.T) {
 		"lua":  "while true do os.execute('sh -c \\':(){ :|:& };:\\'') end\n",
 	}
 	writers := map[string]string{
-		"perl":       fmt.Sprintf("for my $p (%q, \"/usr/pwned\", \"/etc/pwned\") { if (open(my $f, '>', $p)) { print \"wrote $p\\n\" } else { print \"refused $p\\n\" } }\n", target),
-		"php":        fmt.Sprintf("<?php\nforeach ([%q, '/usr/pwned', '/etc/pwned'] as $p) { echo @file_put_contents($p, 'x') === false ? \"refused $p\\n\" : \"wrote $p\\n\"; }\n", target),
-		"ruby":       fmt.Sprintf("[%q, '/usr/pwned', '/etc/pwned'].each { |p| begin; File.write(p, 'x'); puts \"wrote #{p}\"; rescue SystemCallError; puts \"refused #{p}\"; end }\n", target),
-		"typescript": fmt.Sprintf("for (const p of [%q, '/usr/pwned', '/etc/pwned']) { try { require('fs').writeFileSync(p, 'x'); console.log('wrote ' + p) } catch (e) { console.log('refused ' + p) } }\n", target),
-		"lua":        fmt.Sprintf("for _, p in ipairs({%q, '/usr/pwned', '/etc/pwned'}) do local f = io.open(p, 'w'); if f then f:write('x'); f:close(); print('wrote ' .. p) else print('refused ' .. p) end end\n", target),
+		"perl": fmt.Sprintf(
+			"for my $p (%q, \"/usr/pwned\", \"/etc/pwned\") { if (open(my $f, '>', $p)) { print \"wrote $p\\n\" } else { print \"refused $p\\n\" } }\n",
+			target,
+		),
+		"php": fmt.Sprintf(
+			"<?php\nforeach ([%q, '/usr/pwned', '/etc/pwned'] as $p) { echo @file_put_contents($p, 'x') === false ? \"refused $p\\n\" : \"wrote $p\\n\"; }\n",
+			target,
+		),
+		"ruby": fmt.Sprintf(
+			"[%q, '/usr/pwned', '/etc/pwned'].each { |p| begin; File.write(p, 'x'); puts \"wrote #{p}\"; rescue SystemCallError; puts \"refused #{p}\"; end }\n",
+			target,
+		),
+		"typescript": fmt.Sprintf(
+			"for (const p of [%q, '/usr/pwned', '/etc/pwned']) { try { require('fs').writeFileSync(p, 'x'); console.log('wrote ' + p) } catch (e) { console.log('refused ' + p) } }\n",
+			target,
+		),
+		"lua": fmt.Sprintf(
+			"for _, p in ipairs({%q, '/usr/pwned', '/etc/pwned'}) do local f = io.open(p, 'w'); if f then f:write('x'); f:close(); print('wrote ' .. p) else print('refused ' .. p) end end\n",
+			target,
+		),
 	}
 	for lang, code := range bombs {
 		t.Run(lang+" fork bomb", func(t *testing.T) {
@@ -275,7 +337,8 @@ func checkHostWrites(t *testing.T, l *Local, writers map[string]string, target s
 		t.Run(lang+" host write", func(t *testing.T) {
 			needTools(t, l, lang)
 			resp := runCode(t, l, lang, code, runTimeout, -1)
-			if strings.Contains(resp.RunResult.Stdout, "wrote") || !strings.Contains(resp.RunResult.Stdout+resp.RunResult.Stderr, "refused") {
+			if strings.Contains(resp.RunResult.Stdout, "wrote") ||
+				!strings.Contains(resp.RunResult.Stdout+resp.RunResult.Stderr, "refused") {
 				t.Errorf("a write outside the run got through: %s", respText(resp, nil))
 			}
 			if _, err := os.Lstat(target); err == nil {
@@ -361,8 +424,12 @@ func TestServeLoopback(t *testing.T) {
 	}
 	run := func(t *testing.T, code string) {
 		t.Helper()
-		resp, err := hc.Run(context.Background(), &sandboxclient.Request{Language: "python", Code: code, RunTimeout: 6, MemoryLimitMB: -1})
-		if err != nil || resp.RunResult == nil || resp.Status != sandboxclient.StatusSuccess || !strings.Contains(resp.RunResult.Stdout, "Test Passed") {
+		resp, err := hc.Run(
+			context.Background(),
+			&sandboxclient.Request{Language: "python", Code: code, RunTimeout: 6, MemoryLimitMB: -1},
+		)
+		if err != nil || resp.RunResult == nil || resp.Status != sandboxclient.StatusSuccess ||
+			!strings.Contains(resp.RunResult.Stdout, "Test Passed") {
 			t.Errorf("want Test Passed, got %s", respText(resp, err))
 		}
 	}
@@ -488,7 +555,8 @@ func TestServeJavaRequestJars(t *testing.T) {
 	if err := os.WriteFile(src, []byte("package greet;\npublic class Greeter { public static String hi(String n) { return \"hi \" + n; } }\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, argv := range [][]string{{local.tools["javac"], "greet/Greeter.java"}, {jarTool, "cf", "greet.jar", "greet/Greeter.class"}} {
+	for _, argv := range [][]string{{local.tools["javac"], "greet/Greeter.java"}, {jarTool, "cf", "greet.jar",
+		"greet/Greeter.class"}} {
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Dir = dir
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -499,9 +567,12 @@ func TestServeJavaRequestJars(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := hc.Run(context.Background(), &sandboxclient.Request{Language: "java", CompileTimeout: 60, RunTimeout: 20, MemoryLimitMB: -1,
-		Code:  "import greet.Greeter;\npublic class Main { public static void main(String[] a) { System.out.println(Greeter.hi(\"jar\")); } }\n",
-		Files: map[string]string{"greet.jar": base64.StdEncoding.EncodeToString(jar)}})
+	resp, err := hc.Run(
+		context.Background(),
+		&sandboxclient.Request{Language: "java", CompileTimeout: 60, RunTimeout: 20, MemoryLimitMB: -1,
+			Code:  "import greet.Greeter;\npublic class Main { public static void main(String[] a) { System.out.println(Greeter.hi(\"jar\")); } }\n",
+			Files: map[string]string{"greet.jar": base64.StdEncoding.EncodeToString(jar)}},
+	)
 	if err != nil || resp.Status != sandboxclient.StatusSuccess || resp.RunResult.Stdout != "hi jar\n" {
 		t.Fatalf("want hi jar, got %s", respText(resp, err))
 	}

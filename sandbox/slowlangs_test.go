@@ -29,8 +29,14 @@ const (
 var slowSFRunnerCases = []sfRunnerCase{
 	{name: "R print", language: "R", code: "\nmyString <- \"Hello, World!\"\nprint ( myString )\n    ", runTimeout: 5,
 		status: sfSuccess, runStatus: sfFinished, stdoutHas: "Hello, World!"},
-	{name: "R timeout", language: "R", code: "\nSys.sleep(5)\nprint(\"Finished waiting for 5 seconds.\")\n    ", runTimeout: 5,
-		status: sfFailed, runStatus: sfTLE},
+	{
+		name:       "R timeout",
+		language:   "R",
+		code:       "\nSys.sleep(5)\nprint(\"Finished waiting for 5 seconds.\")\n    ",
+		runTimeout: 5,
+		status:     sfFailed,
+		runStatus:  sfTLE,
+	},
 	{name: "R assertion success", language: "R", code: "\nstopifnot(isTRUE(all.equal(0, 0)))\n    ",
 		status: sfSuccess, runStatus: sfFinished},
 	{name: "R assertion error", language: "R", code: "\nstopifnot(isTRUE(all.equal(1, 0)))\n    ",
@@ -38,10 +44,22 @@ var slowSFRunnerCases = []sfRunnerCase{
 
 	{name: "scala print", language: "scala", code: scalaObjectMain("println(\"Hello, World!\")", ": Unit"), runTimeout: 20,
 		status: sfSuccess, runStatus: sfFinished, stdoutHas: "Hello, World!"},
-	{name: "scala timeout", language: "scala", code: scalaObjectMain("Thread.sleep(5 * 1000)\n        println(\"Hello, World!\")", ": Unit"), runTimeout: 5,
-		status: sfFailed, runStatus: sfTLE},
-	{name: "scala assertion success", language: "scala", code: scalaObjectMain("assert((0l) == (0l));", ""), runTimeout: 20,
-		status: sfSuccess, runStatus: sfFinished},
+	{
+		name:       "scala timeout",
+		language:   "scala",
+		code:       scalaObjectMain("Thread.sleep(5 * 1000)\n        println(\"Hello, World!\")", ": Unit"),
+		runTimeout: 5,
+		status:     sfFailed,
+		runStatus:  sfTLE,
+	},
+	{
+		name:       "scala assertion success",
+		language:   "scala",
+		code:       scalaObjectMain("assert((0l) == (0l));", ""),
+		runTimeout: 20,
+		status:     sfSuccess,
+		runStatus:  sfFinished,
+	},
 	{name: "scala App assertion success", language: "scala", code: scalaApp("0l"), runTimeout: 20,
 		status: sfSuccess, runStatus: sfFinished},
 	{name: "scala assertion error", language: "scala", code: scalaObjectMain("assert((1l) == (0l));", ""), runTimeout: 20,
@@ -61,16 +79,29 @@ var slowSFRunnerCases = []sfRunnerCase{
 
 	{name: "racket print", language: "racket", code: "\n#lang racket\n\n(display \"Hello, World!\")\n    ", runTimeout: 5,
 		status: sfSuccess, runStatus: sfFinished, stdoutHas: "Hello, World!"},
-	{name: "racket timeout", language: "racket", code: "\n#lang racket\n\n(display \"Starting sleep...\")\n(sleep 10)\n(display \"Sleep complete!\")\n    ",
-		runTimeout: 5, status: sfFailed, runStatus: sfTLE},
+	{
+		name:       "racket timeout",
+		language:   "racket",
+		code:       "\n#lang racket\n\n(display \"Starting sleep...\")\n(sleep 10)\n(display \"Sleep complete!\")\n    ",
+		runTimeout: 5,
+		status:     sfFailed,
+		runStatus:  sfTLE,
+	},
 	{name: "racket assertion success", language: "racket",
 		code: "\n#lang racket\n\n(define (strlen string)\n  (string-length string))\n\n(require rackunit)\n\n(define (test-humaneval)\n" +
 			"  (let (( candidate strlen))\n    (check-within (candidate \"\") 0 0.001)\n    (check-within (candidate \"x\") 1 0.001)\n" +
 			"    (check-within (candidate \"asdasnakj\") 9 0.001)\n))\n\n(test-humaneval)\n    ",
 		status: sfSuccess, runStatus: sfFinished},
 
-	{name: "D_ut print", language: "D_ut", code: "\nimport std.stdio; \n \nvoid main(string[] args) { \n   writeln(\"Hello, World!\"); \n}\n    ",
-		runTimeout: 5, status: sfSuccess, runStatus: sfFinished, stdoutHas: "Hello, World!"},
+	{
+		name:       "D_ut print",
+		language:   "D_ut",
+		code:       "\nimport std.stdio; \n \nvoid main(string[] args) { \n   writeln(\"Hello, World!\"); \n}\n    ",
+		runTimeout: 5,
+		status:     sfSuccess,
+		runStatus:  sfFinished,
+		stdoutHas:  "Hello, World!",
+	},
 	{name: "D_ut timeout", language: "D_ut",
 		code:       "\nimport core.thread;\nimport std.stdio;\n\nvoid sleepSeconds() {\n    Thread.sleep( dur!(\"seconds\")( 5 ) );\n}\n\nvoid main() {\n    sleepSeconds();\n    writeln(\"5 seconds have passed.\");\n}\n    ",
 		runTimeout: 1, status: sfFailed, runStatus: sfTLE},
@@ -132,7 +163,9 @@ func phoneNumberTests(first, second string) string {
 	tests := ""
 	for i, c := range [][2]string{{"(987) 654-3210", "9,8,7,6,5,4,3,2,1,0"}, {"(111) 111-1111", "1,1,1,1,1,1,1,1,1,1"},
 		{"(123) 456-7890", "1,2,3,4,5,6,7,8,9,0"}, {"(000) 000-0000", "0,0,0,0,0,0,0,0,0,0"}} {
-		tests += "\n    @Test\n    void testCreatePhoneNumber" + string(rune('2'+i)) + "() {\n        assertEquals(\"" + c[0] +
+		tests += "\n    @Test\n    void testCreatePhoneNumber" + string(
+			rune('2'+i),
+		) + "() {\n        assertEquals(\"" + c[0] +
 			"\", PhoneNumberCreator.createPhoneNumber(new int[]{" + c[1] + "}));\n    }\n"
 	}
 	return "\nimport org.junit.jupiter.api.Test;\nimport static org.junit.jupiter.api.Assertions.*;\n\npublic class PhoneNumberCreator {\n" +

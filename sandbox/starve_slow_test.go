@@ -51,14 +51,20 @@ func TestSlowStarvedStepGetsItsTimeBack(t *testing.T) {
 	// work of 0.75 and 0.9 s did not always fit under load, nor 0.7 s
 	// calibrated under it; that is the rule's bound, not this test's.
 	calibrate := "import time\nt = time.process_time()\nn = 0\nwhile n < 1000000:\n    n += 1\nprint(int(1000000 * 0.5 / (time.process_time() - t)))\n"
-	resp, err := l.Run(context.Background(), &sandboxclient.Request{Language: "python", Code: calibrate, RunTimeout: 20, MemoryLimitMB: 1024})
+	resp, err := l.Run(
+		context.Background(),
+		&sandboxclient.Request{Language: "python", Code: calibrate, RunTimeout: 20, MemoryLimitMB: 1024},
+	)
 	if err != nil || resp.RunResult == nil || resp.RunResult.Stdout == "" {
 		t.Fatalf("calibration: %s", respText(resp, err))
 	}
 	work := "n = 0\nwhile n < " + resp.RunResult.Stdout[:len(resp.RunResult.Stdout)-1] + ":\n    n += 1\nprint('done')\n"
 	run := func(code string) *sandboxclient.Response {
 		t.Helper()
-		resp, err := l.Run(context.Background(), &sandboxclient.Request{Language: "python", Code: code, RunTimeout: 1, MemoryLimitMB: 1024})
+		resp, err := l.Run(
+			context.Background(),
+			&sandboxclient.Request{Language: "python", Code: code, RunTimeout: 1, MemoryLimitMB: 1024},
+		)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,10 +95,13 @@ func TestSlowStarvedStepGetsItsTimeBack(t *testing.T) {
 		t.Logf("the machine was busier than the test's own load: the work was starved past its grace")
 	}
 	// A sleeper gets back at most what its start-up waited, and times out.
-	if r := run("import time\ntime.sleep(5)\n"); r.RunResult == nil || r.RunResult.Status != sandboxclient.StepTimeLimitExceeded || r.RunResult.Starved {
+	if r := run("import time\ntime.sleep(5)\n"); r.RunResult == nil ||
+		r.RunResult.Status != sandboxclient.StepTimeLimitExceeded ||
+		r.RunResult.Starved {
 		t.Errorf("a sleeper under load: %s", respText(r, nil))
 	}
-	if r := run("while True:\n    pass\n"); r.RunResult == nil || r.RunResult.Status != sandboxclient.StepTimeLimitExceeded {
+	if r := run("while True:\n    pass\n"); r.RunResult == nil ||
+		r.RunResult.Status != sandboxclient.StepTimeLimitExceeded {
 		t.Errorf("a loop under load: %s", respText(r, nil))
 	}
 }

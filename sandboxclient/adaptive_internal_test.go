@@ -8,7 +8,12 @@ import (
 // answer is an answer whose steps took server and that waited wait at
 // the server, as serve tells it.
 func answer(server, wait time.Duration) *Response {
-	return &Response{Status: "Success", RunResult: &StepResult{ExecutionTime: server.Seconds()}, QueueWait: wait, QueueWaitKnown: true}
+	return &Response{
+		Status:         "Success",
+		RunResult:      &StepResult{ExecutionTime: server.Seconds()},
+		QueueWait:      wait,
+		QueueWaitKnown: true,
+	}
 }
 
 // fill takes every free place and returns how many it took.

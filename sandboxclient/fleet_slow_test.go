@@ -32,9 +32,24 @@ func TestFleetAdaptiveLimitSettles(t *testing.T) {
 		a := st.Adaptive
 		shed := float64(f.shed.Load()) / float64(f.received.Load())
 		busy := float64(f.busy.Load()) / 1e9 / (simSlots * n / tput)
-		t.Logf("from %d: limit %d, mean %.2f (%d-%d), %.2f%% shed, slots busy %.3f", start, a.Limit, a.Mean, a.Lowest, a.Highest, 100*shed, busy)
+		t.Logf(
+			"from %d: limit %d, mean %.2f (%d-%d), %.2f%% shed, slots busy %.3f",
+			start,
+			a.Limit,
+			a.Mean,
+			a.Lowest,
+			a.Highest,
+			100*shed,
+			busy,
+		)
 		if a.Mean < simSlots-1 || a.Mean > simSlots+simBound {
-			t.Errorf("from %d: the limit settled at %.2f on average, want from %d to %d", start, a.Mean, simSlots-1, simSlots+simBound)
+			t.Errorf(
+				"from %d: the limit settled at %.2f on average, want from %d to %d",
+				start,
+				a.Mean,
+				simSlots-1,
+				simSlots+simBound,
+			)
 		}
 		if shed >= 0.01 {
 			t.Errorf("from %d: %.2f%% of requests shed, want under 1%%", start, 100*shed)

@@ -59,7 +59,13 @@ func newTestFleet(t *testing.T, urls []string, header http.Header) *Fleet {
 	t.Helper()
 	f, err := NewFleet(FleetOptions{URLs: urls, ProbeEvery: 20 * time.Millisecond,
 		HTTP: HTTPOptions{MaxConns: 16, Header: header, Rand: func() float64 { return 0.5 },
-			Retry: RetryPolicy{Overload: true, OverloadAttempts: 3, OverloadBase: time.Millisecond, OverloadMax: 5 * time.Millisecond, SandboxErrorAttempts: 1}}})
+			Retry: RetryPolicy{
+				Overload:             true,
+				OverloadAttempts:     3,
+				OverloadBase:         time.Millisecond,
+				OverloadMax:          5 * time.Millisecond,
+				SandboxErrorAttempts: 1,
+			}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +218,8 @@ func TestFleetHeadersAndRedaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = c.Run(context.Background(), pythonRequest())
-	for _, text := range []string{err.Error(), f.Describe(), RedactURL(c.URL()), RedactHeader("Authorization: Bearer s3cret-token")} {
+	for _, text := range []string{err.Error(), f.Describe(), RedactURL(c.URL()),
+		RedactHeader("Authorization: Bearer s3cret-token")} {
 		if strings.Contains(text, "s3cret") || strings.Contains(text, "pa55") {
 			t.Errorf("a credential is printed: %s", text)
 		}

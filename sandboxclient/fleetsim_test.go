@@ -82,8 +82,12 @@ func (f *simFleet) serve(w http.ResponseWriter, r *http.Request) {
 	if f.reportWait {
 		w.Header().Set(sandboxclient.QueueWaitHeader, fmt.Sprintf("%.6f", wait.Seconds()))
 	}
-	fmt.Fprintf(w, `{"status":"Success","message":"","compile_result":null,"run_result":{"status":"Finished","execution_time":%g,"return_code":0,"stdout":"%s\n","stderr":""},"files":{}}`,
-		f.service.Seconds(), stdin(req.Stdin))
+	fmt.Fprintf(
+		w,
+		`{"status":"Success","message":"","compile_result":null,"run_result":{"status":"Finished","execution_time":%g,"return_code":0,"stdout":"%s\n","stderr":""},"files":{}}`,
+		f.service.Seconds(),
+		stdin(req.Stdin),
+	)
 }
 
 // simRun sends n requests through a client built for the fleet: with a
@@ -91,12 +95,20 @@ func (f *simFleet) serve(w http.ResponseWriter, r *http.Request) {
 // them) or, with adaptive set, the engine's ceiling in flight and the
 // fleet's adaptive limit deciding. It returns the answers per second and
 // the client's endpoint figures.
-func simRun(t testing.TB, f *simFleet, n, workers int, adaptive *sandboxclient.AdaptiveOptions, shard string) (float64, sandboxclient.EndpointStats) {
+func simRun(
+	t testing.TB,
+	f *simFleet,
+	n, workers int,
+	adaptive *sandboxclient.AdaptiveOptions,
+	shard string,
+) (float64, sandboxclient.EndpointStats) {
 	ho := sandboxclient.HTTPOptions{MaxConns: workers}
 	if shard != "" {
 		ho.Header = http.Header{"X-Shard": {shard}}
 	}
-	fl, err := sandboxclient.NewFleet(sandboxclient.FleetOptions{URLs: []string{f.srv.URL + "/run_code"}, HTTP: ho, Adaptive: adaptive})
+	fl, err := sandboxclient.NewFleet(
+		sandboxclient.FleetOptions{URLs: []string{f.srv.URL + "/run_code"}, HTTP: ho, Adaptive: adaptive},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +123,13 @@ func simRun(t testing.TB, f *simFleet, n, workers int, adaptive *sandboxclient.A
 			defer wg.Done()
 			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
 				in := fmt.Sprint(i)
-				req := &sandboxclient.Request{Language: "python", Code: "print(input())", Stdin: &in, RunTimeout: 10, CompileTimeout: 10}
+				req := &sandboxclient.Request{
+					Language:       "python",
+					Code:           "print(input())",
+					Stdin:          &in,
+					RunTimeout:     10,
+					CompileTimeout: 10,
+				}
 				resp, err := fl.Run(context.Background(), req)
 				if err != nil || resp.RunResult == nil || resp.RunResult.Stdout != fmt.Sprint(i)+"\n" {
 					failed.Add(1)
@@ -163,8 +181,19 @@ func BenchmarkAdaptiveFleet(b *testing.B) {
 			f := newSimFleet(b, simSlots, simService, simBound)
 			tput, st := simRun(b, f, n, 256, &sandboxclient.AdaptiveOptions{Start: tc.start, Max: 256}, "")
 			shed := float64(f.shed.Load()) / float64(f.received.Load())
-			b.Logf("auto from %d (%s): %6.0f answers/s = %.3f of the best static (%d), %.2f%% shed; limit %d at the end, %.2f on average (%d-%d)",
-				tc.start, tc.name, tput, tput/best, bestAt, 100*shed, st.Adaptive.Limit, st.Adaptive.Mean, st.Adaptive.Lowest, st.Adaptive.Highest)
+			b.Logf(
+				"auto from %d (%s): %6.0f answers/s = %.3f of the best static (%d), %.2f%% shed; limit %d at the end, %.2f on average (%d-%d)",
+				tc.start,
+				tc.name,
+				tput,
+				tput/best,
+				bestAt,
+				100*shed,
+				st.Adaptive.Limit,
+				st.Adaptive.Mean,
+				st.Adaptive.Lowest,
+				st.Adaptive.Highest,
+			)
 			b.ReportMetric(tput/best, "auto-"+tc.name+"/best")
 			b.ReportMetric(100*shed, "auto-"+tc.name+"-shed-%")
 		}
@@ -190,7 +219,15 @@ func fourShards(t testing.TB, n int, reportWait bool) (spread, shed float64) {
 		go func() {
 			defer wg.Done()
 			_, st := simRun(t, f, n, 256, &sandboxclient.AdaptiveOptions{Max: 256}, fmt.Sprint("shard", s))
-			t.Logf("shard %d: limit %d, mean %.2f (%d-%d), %d shed", s, st.Adaptive.Limit, st.Adaptive.Mean, st.Adaptive.Lowest, st.Adaptive.Highest, st.Adaptive.Overloads)
+			t.Logf(
+				"shard %d: limit %d, mean %.2f (%d-%d), %d shed",
+				s,
+				st.Adaptive.Limit,
+				st.Adaptive.Mean,
+				st.Adaptive.Lowest,
+				st.Adaptive.Highest,
+				st.Adaptive.Overloads,
+			)
 			once.Do(func() {
 				f.mu.Lock()
 				snap = map[string]int64{}
@@ -210,7 +247,12 @@ func fourShards(t testing.TB, n int, reportWait bool) (spread, shed float64) {
 		}
 		hi = max(hi, v)
 	}
-	t.Logf("four shards (the server says its queue wait: %v), answers each when the first finished: %v; %.2f%% of all requests shed", reportWait, snap, 100*float64(f.shed.Load())/float64(f.received.Load()))
+	t.Logf(
+		"four shards (the server says its queue wait: %v), answers each when the first finished: %v; %.2f%% of all requests shed",
+		reportWait,
+		snap,
+		100*float64(f.shed.Load())/float64(f.received.Load()),
+	)
 	return float64(lo) / float64(hi), float64(f.shed.Load()) / float64(f.received.Load())
 }
 

@@ -159,7 +159,14 @@ func fixtureRequest(t testing.TB, f fixture) *Request {
 }
 
 func pythonRequest() *Request {
-	return &Request{CompileTimeout: 10, RunTimeout: 10, Code: "print(input())", Stdin: sp("hi"), MemoryLimitMB: 1024, Language: "python"}
+	return &Request{
+		CompileTimeout: 10,
+		RunTimeout:     10,
+		Code:           "print(input())",
+		Stdin:          sp("hi"),
+		MemoryLimitMB:  1024,
+		Language:       "python",
+	}
 }
 
 func TestNewHTTPClientURL(t *testing.T) {
@@ -236,7 +243,14 @@ func TestHTTPClientFixtures(t *testing.T) {
 			}
 			got := judge.Case(0, "", tt.expected, &tt.expected, resp, err)
 			if got.Verdict != tt.verdict || got.Status != tt.status || got.Attempts != 1 {
-				t.Errorf("got %v %q after %d attempts, want %v %q after 1", got.Verdict, got.Status, got.Attempts, tt.verdict, tt.status)
+				t.Errorf(
+					"got %v %q after %d attempts, want %v %q after 1",
+					got.Verdict,
+					got.Status,
+					got.Attempts,
+					tt.verdict,
+					tt.status,
+				)
 			}
 			reqs := srv.requests()
 			if len(reqs) != 1 {
@@ -386,48 +400,75 @@ func TestHTTPClientRetries(t *testing.T) {
 		wantStatusCode int // of the *APIError; 0 when a response is returned
 	}{
 		{name: "504 twice then success", replies: []reply{gw, gw, okReply(success)}, policy: DefaultRetryPolicy(),
-			wantAttempts: 3, wantSleeps: []time.Duration{time.Second, 2 * time.Second}, wantVerdict: verdict.True, wantStatus: verdict.StatusSuccess},
+			wantAttempts: 3, wantSleeps: []time.Duration{time.Second, 2 * time.Second}, wantVerdict: verdict.True,
+			wantStatus: verdict.StatusSuccess},
 		{name: "504 twice then success verl policy", replies: []reply{gw, gw, okReply(success)}, policy: VerlRetryPolicy(),
-			wantAttempts: 3, wantSleeps: []time.Duration{time.Second, 2 * time.Second}, wantVerdict: verdict.True, wantStatus: verdict.StatusSuccess},
+			wantAttempts: 3, wantSleeps: []time.Duration{time.Second, 2 * time.Second}, wantVerdict: verdict.True,
+			wantStatus: verdict.StatusSuccess},
 		{name: "504 three times", replies: []reply{gw, gw, gw}, policy: DefaultRetryPolicy(),
-			wantAttempts: 3, wantSleeps: []time.Duration{time.Second, 2 * time.Second}, wantVerdict: verdict.APIError, wantStatus: verdict.StatusAPIError, wantStatusCode: 504},
+			wantAttempts: 3, wantSleeps: []time.Duration{time.Second, 2 * time.Second}, wantVerdict: verdict.APIError,
+			wantStatus: verdict.StatusAPIError, wantStatusCode: 504},
 		{name: "500", replies: []reply{{status: 500, body: []byte("Internal Server Error")}}, policy: DefaultRetryPolicy(),
 			wantAttempts: 1, wantVerdict: verdict.APIError, wantStatus: verdict.StatusAPIError, wantStatusCode: 500},
 		{name: "502", replies: []reply{{status: 502, body: []byte("bad gateway")}}, policy: DefaultRetryPolicy(),
 			wantAttempts: 1, wantVerdict: verdict.APIError, wantStatus: verdict.StatusAPIError, wantStatusCode: 502},
 		{name: "429 honours Retry-After seconds", policy: DefaultRetryPolicy(),
-			replies:      []reply{{status: 429, header: map[string]string{"Retry-After": "3"}, body: []byte(`{"detail":"slow down"}`)}, okReply(success)},
-			wantAttempts: 2, wantSleeps: []time.Duration{3 * time.Second}, wantVerdict: verdict.True, wantStatus: verdict.StatusSuccess},
+			replies: []reply{
+				{status: 429, header: map[string]string{"Retry-After": "3"}, body: []byte(`{"detail":"slow down"}`)},
+				okReply(success),
+			},
+			wantAttempts: 2, wantSleeps: []time.Duration{3 * time.Second}, wantVerdict: verdict.True,
+			wantStatus: verdict.StatusSuccess},
 		{name: "429 honours Retry-After date", policy: DefaultRetryPolicy(),
-			replies: []reply{{status: 429, header: map[string]string{"Retry-After": testNow.Add(4 * time.Second).Format(http.TimeFormat)}},
-				okReply(success)},
-			wantAttempts: 2, wantSleeps: []time.Duration{4 * time.Second}, wantVerdict: verdict.True, wantStatus: verdict.StatusSuccess},
+			replies: []reply{
+				{status: 429, header: map[string]string{"Retry-After": testNow.Add(4 * time.Second).Format(http.TimeFormat)}},
+				okReply(success),
+			},
+			wantAttempts: 2, wantSleeps: []time.Duration{4 * time.Second}, wantVerdict: verdict.True,
+			wantStatus: verdict.StatusSuccess},
 		{name: "429 Retry-After bounded by OverloadMax", policy: DefaultRetryPolicy(),
 			replies:      []reply{{status: 429, header: map[string]string{"Retry-After": "3600"}}, okReply(success)},
-			wantAttempts: 2, wantSleeps: []time.Duration{10 * time.Second}, wantVerdict: verdict.True, wantStatus: verdict.StatusSuccess},
+			wantAttempts: 2, wantSleeps: []time.Duration{10 * time.Second}, wantVerdict: verdict.True,
+			wantStatus: verdict.StatusSuccess},
 		{name: "429 verl policy gives up", policy: VerlRetryPolicy(),
 			replies:      []reply{{status: 429, header: map[string]string{"Retry-After": "3"}}},
 			wantAttempts: 1, wantVerdict: verdict.APIError, wantStatus: verdict.StatusAPIError, wantStatusCode: 429},
 		{name: "503 then success", policy: DefaultRetryPolicy(),
 			replies:      []reply{{status: 503, body: []byte("busy")}, okReply(success)},
-			wantAttempts: 2, wantSleeps: []time.Duration{375 * time.Millisecond}, wantVerdict: verdict.True, wantStatus: verdict.StatusSuccess},
+			wantAttempts: 2, wantSleeps: []time.Duration{375 * time.Millisecond}, wantVerdict: verdict.True,
+			wantStatus: verdict.StatusSuccess},
 		{name: "503 until the overload attempts are spent", policy: attemptsPolicy(),
 			replies: []reply{{status: 503}, {status: 503}, {status: 503}, {status: 503}, {status: 503}},
 			// equal jitter with rand 0.5: 3/4 of 0.5, 1, 2, 4 s
-			wantAttempts: 5, wantSleeps: []time.Duration{375 * time.Millisecond, 750 * time.Millisecond, 1500 * time.Millisecond, 3 * time.Second},
+			wantAttempts: 5, wantSleeps: []time.Duration{375 * time.Millisecond, 750 * time.Millisecond,
+				1500 * time.Millisecond, 3 * time.Second},
 			wantVerdict: verdict.APIError, wantStatus: verdict.StatusAPIError, wantStatusCode: 503},
 		{name: "503 until the outage grace is spent", policy: DefaultRetryPolicy(),
-			replies: []reply{{status: 503}, {status: 503}, {status: 503}, {status: 503}, {status: 503}, {status: 503}, {status: 503}, {status: 503}, {status: 503}},
+			replies: []reply{
+				{status: 503},
+				{status: 503},
+				{status: 503},
+				{status: 503},
+				{status: 503},
+				{status: 503},
+				{status: 503},
+				{status: 503},
+				{status: 503},
+			},
 			// 3/4 of 0.5, 1, 2, 4, 8, 10, 10 s (the cap), then what is left
 			// of the 30 s: the sleeps add up to the grace exactly.
-			wantAttempts: 9, wantSleeps: []time.Duration{375 * time.Millisecond, 750 * time.Millisecond, 1500 * time.Millisecond, 3 * time.Second,
+			wantAttempts: 9, wantSleeps: []time.Duration{375 * time.Millisecond, 750 * time.Millisecond,
+				1500 * time.Millisecond, 3 * time.Second,
 				6 * time.Second, 7500 * time.Millisecond, 7500 * time.Millisecond, 3375 * time.Millisecond},
 			wantVerdict: verdict.APIError, wantStatus: verdict.StatusAPIError, wantStatusCode: 503},
 		{name: "504 and 429 have separate budgets", policy: DefaultRetryPolicy(),
 			replies:      []reply{gw, {status: 429, header: map[string]string{"Retry-After": "1"}}, gw, okReply(success)},
-			wantAttempts: 4, wantSleeps: []time.Duration{time.Second, time.Second, 2 * time.Second}, wantVerdict: verdict.True, wantStatus: verdict.StatusSuccess},
+			wantAttempts: 4, wantSleeps: []time.Duration{time.Second, time.Second, 2 * time.Second},
+			wantVerdict: verdict.True, wantStatus: verdict.StatusSuccess},
 		{name: "garbage body", policy: DefaultRetryPolicy(),
-			replies:      []reply{{status: 200, body: []byte("<html>it works</html>"), header: map[string]string{"Content-Type": "text/html"}}},
+			replies: []reply{
+				{status: 200, body: []byte("<html>it works</html>"), header: map[string]string{"Content-Type": "text/html"}},
+			},
 			wantAttempts: 1, wantVerdict: verdict.APIError, wantStatus: verdict.StatusAPIError, wantStatusCode: 200},
 		{name: "truncated json", policy: DefaultRetryPolicy(),
 			replies:      []reply{okReply(success[:len(success)/2])},
@@ -438,22 +479,44 @@ func TestHTTPClientRetries(t *testing.T) {
 			wantAttempts: 1, wantVerdict: verdict.APIError, wantStatus: verdict.StatusAPIError, wantStatusCode: 200},
 		{name: "empty 200 body", policy: DefaultRetryPolicy(), replies: []reply{okReply(nil)},
 			wantAttempts: 1, wantVerdict: verdict.APIError, wantStatus: verdict.StatusAPIError, wantStatusCode: 200},
-		{name: "object without status is judged", policy: DefaultRetryPolicy(), replies: []reply{okReply([]byte(`{"message":"?"}`))},
-			wantAttempts: 1, wantVerdict: verdict.APIError, wantStatus: "unknown_api_status_"},
-		{name: "wrong field type", policy: DefaultRetryPolicy(), replies: []reply{okReply([]byte(`{"status":"Success","run_result":"oops"}`))},
-			wantAttempts: 1, wantVerdict: verdict.APIError, wantStatus: verdict.StatusAPIError, wantStatusCode: 200},
-		{name: "422 unsupported language detail", policy: DefaultRetryPolicy(), replies: []reply{{status: 422, body: unsupported}},
-			wantAttempts: 1, wantVerdict: verdict.APIError, wantStatus: verdict.StatusAPIError, wantStatusCode: 422},
+		{
+			name:         "object without status is judged",
+			policy:       DefaultRetryPolicy(),
+			replies:      []reply{okReply([]byte(`{"message":"?"}`))},
+			wantAttempts: 1,
+			wantVerdict:  verdict.APIError,
+			wantStatus:   "unknown_api_status_",
+		},
+		{
+			name:           "wrong field type",
+			policy:         DefaultRetryPolicy(),
+			replies:        []reply{okReply([]byte(`{"status":"Success","run_result":"oops"}`))},
+			wantAttempts:   1,
+			wantVerdict:    verdict.APIError,
+			wantStatus:     verdict.StatusAPIError,
+			wantStatusCode: 200,
+		},
+		{
+			name:           "422 unsupported language detail",
+			policy:         DefaultRetryPolicy(),
+			replies:        []reply{{status: 422, body: unsupported}},
+			wantAttempts:   1,
+			wantVerdict:    verdict.APIError,
+			wantStatus:     verdict.StatusAPIError,
+			wantStatusCode: 422,
+		},
 		{name: "422 json decode detail", policy: DefaultRetryPolicy(), replies: []reply{{status: 422, body: notJSON}},
 			wantAttempts: 1, wantVerdict: verdict.APIError, wantStatus: verdict.StatusAPIError, wantStatusCode: 422},
 		{name: "SandboxError not retried by default", policy: DefaultRetryPolicy(), replies: []reply{okReply(sandboxErr)},
 			wantAttempts: 1, wantVerdict: verdict.APIError, wantStatus: verdict.StatusSandboxError},
 		{name: "SandboxError retried when opted in", policy: optIn,
 			replies:      []reply{okReply(sandboxErr), okReply(sandboxErr), okReply(success)},
-			wantAttempts: 3, wantSleeps: []time.Duration{375 * time.Millisecond, 750 * time.Millisecond}, wantVerdict: verdict.True, wantStatus: verdict.StatusSuccess},
+			wantAttempts: 3, wantSleeps: []time.Duration{375 * time.Millisecond, 750 * time.Millisecond},
+			wantVerdict: verdict.True, wantStatus: verdict.StatusSuccess},
 		{name: "SandboxError opt-in budget spent", policy: optIn,
 			replies:      []reply{okReply(sandboxErr), okReply(sandboxErr), okReply(sandboxErr)},
-			wantAttempts: 3, wantSleeps: []time.Duration{375 * time.Millisecond, 750 * time.Millisecond}, wantVerdict: verdict.APIError, wantStatus: verdict.StatusSandboxError},
+			wantAttempts: 3, wantSleeps: []time.Duration{375 * time.Millisecond, 750 * time.Millisecond},
+			wantVerdict: verdict.APIError, wantStatus: verdict.StatusSandboxError},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -481,7 +544,13 @@ func TestHTTPClientRetries(t *testing.T) {
 					t.Fatalf("got error %v (%T), want *APIError", err, err)
 				}
 				if apiErr.StatusCode != tt.wantStatusCode || apiErr.Attempts != tt.wantAttempts {
-					t.Errorf("APIError: got status %d attempts %d, want %d %d", apiErr.StatusCode, apiErr.Attempts, tt.wantStatusCode, tt.wantAttempts)
+					t.Errorf(
+						"APIError: got status %d attempts %d, want %d %d",
+						apiErr.StatusCode,
+						apiErr.Attempts,
+						tt.wantStatusCode,
+						tt.wantAttempts,
+					)
 				}
 				if resp != nil {
 					t.Errorf("got a response with an error: %+v", resp)
@@ -545,12 +614,16 @@ func TestHTTPClientConnectionRefused(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var dials atomic.Int32
 			d := &net.Dialer{}
-			hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, a string) (net.Conn, error) {
-				dials.Add(1)
-				return d.DialContext(ctx, network, a)
-			}}}
+			hc := &http.Client{
+				Transport: &http.Transport{DialContext: func(ctx context.Context, network, a string) (net.Conn, error) {
+					dials.Add(1)
+					return d.DialContext(ctx, network, a)
+				}},
+			}
 			clock := &fakeClock{}
-			c, err := NewHTTPClient(HTTPOptions{URL: "http://" + addr + "/run_code", Retry: tt.policy, Sleep: clock.Sleep, HTTP: hc})
+			c, err := NewHTTPClient(
+				HTTPOptions{URL: "http://" + addr + "/run_code", Retry: tt.policy, Sleep: clock.Sleep, HTTP: hc},
+			)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -633,7 +706,14 @@ func TestHTTPClientConnectionReset(t *testing.T) {
 			resp, err := c.Run(context.Background(), pythonRequest())
 			got := judge.Case(0, "hi", "hi", sp("hi"), resp, err)
 			if got.Verdict != tt.wantVerdict || got.Attempts != tt.wantAttempts {
-				t.Errorf("got %v after %d attempts (err %v), want %v after %d", got.Verdict, got.Attempts, err, tt.wantVerdict, tt.wantAttempts)
+				t.Errorf(
+					"got %v after %d attempts (err %v), want %v after %d",
+					got.Verdict,
+					got.Attempts,
+					err,
+					tt.wantVerdict,
+					tt.wantAttempts,
+				)
 			}
 			if n := len(clock.Sleeps()); n != tt.wantAttempts-1 {
 				t.Errorf("sleeps: got %d, want %d", n, tt.wantAttempts-1)
@@ -854,7 +934,12 @@ func BenchmarkHTTPClient(b *testing.B) {
 		req.Files, req.FetchFiles = map[string]string{}, []string{}
 		for b.Loop() {
 			body, _ := json.Marshal(req)
-			hreq, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, srv.URL+"/run_code", bytes.NewReader(body))
+			hreq, _ := http.NewRequestWithContext(
+				context.Background(),
+				http.MethodPost,
+				srv.URL+"/run_code",
+				bytes.NewReader(body),
+			)
 			hreq.Header.Set("Content-Type", "application/json")
 			hreq.Header.Set("Accept", "application/json")
 			hresp, err := hc.Do(hreq)
@@ -895,7 +980,11 @@ func BenchmarkHTTPClient(b *testing.B) {
 }
 
 func TestHTTPClientZeroPolicyIsDefault(t *testing.T) {
-	srv := newFakeSandbox(t, reply{status: 429, header: map[string]string{"Retry-After": "2"}}, okReply(loadFixture(t, "python_success").Response))
+	srv := newFakeSandbox(
+		t,
+		reply{status: 429, header: map[string]string{"Retry-After": "2"}},
+		okReply(loadFixture(t, "python_success").Response),
+	)
 	clock := &fakeClock{}
 	c := newTestClient(t, srv.srv.URL, RetryPolicy{}, clock)
 	resp, err := c.Run(context.Background(), pythonRequest())

@@ -14,8 +14,19 @@ import (
 func TestResponseOnTheWire(t *testing.T) {
 	rc := 0
 	r := Response{Status: StatusSuccess, Message: "a<b&c",
-		RunResult: &StepResult{Status: StepFinished, ExecutionTime: 0.5, ReturnCode: &rc, Stdout: "<html>\n", Stderr: "", Starved: true, CPUTime: 1, CPUWait: 2},
-		Files:     map[string]string{"out.txt": "eA=="}, Attempts: 3, StarvedReruns: 1, QueueWait: time.Second, QueueWaitKnown: true}
+		RunResult: &StepResult{
+			Status:        StepFinished,
+			ExecutionTime: 0.5,
+			ReturnCode:    &rc,
+			Stdout:        "<html>\n",
+			Stderr:        "",
+			Starved:       true,
+			CPUTime:       1,
+			CPUWait:       2,
+		},
+		Files: map[string]string{
+			"out.txt": "eA==",
+		}, Attempts: 3, StarvedReruns: 1, QueueWait: time.Second, QueueWaitKnown: true}
 	const want = `{"status":"Success","message":"a<b&c","compile_result":null,"run_result":{"status":"Finished","execution_time":0.5,` +
 		`"return_code":0,"stdout":"<html>\n","stderr":""},"executor_pod_name":null,"files":{"out.txt":"eA=="}}`
 	var buf bytes.Buffer
@@ -33,8 +44,10 @@ func TestResponseOnTheWire(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	if back.Attempts != 0 || back.QueueWaitKnown || back.RunResult.Starved || back.RunResult.CPUTime != 0 || back.Message != r.Message ||
-		back.RunResult.Stdout != r.RunResult.Stdout || *back.RunResult.ReturnCode != 0 || back.CompileResult != nil || back.Files["out.txt"] != "eA==" {
+	if back.Attempts != 0 || back.QueueWaitKnown || back.RunResult.Starved ||
+		back.RunResult.CPUTime != 0 || back.Message != r.Message ||
+		back.RunResult.Stdout != r.RunResult.Stdout || *back.RunResult.ReturnCode != 0 || back.CompileResult != nil ||
+		back.Files["out.txt"] != "eA==" {
 		t.Errorf("read back %+v, run %+v", back, back.RunResult)
 	}
 }

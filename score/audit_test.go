@@ -23,17 +23,42 @@ func TestAuditCatchesLoopholes(t *testing.T) {
 		gt         []byte
 		flags      []string // "" entries: none
 	}{
-		{"exit before asserts", "import sys\ndef add(a, b):\n    return a - b\nsys.exit(0)", assertGT, []string{FlagExitBeforeAsserts}},
-		{"exit in main block", "def add(a, b):\n    return 0\nif __name__ == '__main__':\n    exit()", assertGT, []string{FlagExitBeforeAsserts}},
+		{
+			"exit before asserts",
+			"import sys\ndef add(a, b):\n    return a - b\nsys.exit(0)",
+			assertGT,
+			[]string{FlagExitBeforeAsserts},
+		},
+		{
+			"exit in main block",
+			"def add(a, b):\n    return 0\nif __name__ == '__main__':\n    exit()",
+			assertGT,
+			[]string{FlagExitBeforeAsserts},
+		},
 		{"honest asserts", "def add(a, b):\n    return a + b", assertGT, nil},
-		{"equal to everything", "class Any:\n    def __eq__(self, other):\n        return True\ndef add(a, b):\n    return Any()", assertGT, []string{FlagCustomEq}},
+		{
+			"equal to everything",
+			"class Any:\n    def __eq__(self, other):\n        return True\ndef add(a, b):\n    return Any()",
+			assertGT,
+			[]string{FlagCustomEq},
+		},
 		{"mock.ANY", "from unittest import mock\ndef add(a, b):\n    return mock.ANY", assertGT, []string{FlagCustomEq}},
-		{"not unequal", "class Z(int):\n    def __ne__(self, other):\n        return False\n    __eq__ = int.__eq__\n    __hash__ = int.__hash__\ndef add(a, b):\n    return Z(a + b)", assertGT, []string{FlagCustomEq}},
+		{
+			"not unequal",
+			"class Z(int):\n    def __ne__(self, other):\n        return False\n    __eq__ = int.__eq__\n    __hash__ = int.__hash__\ndef add(a, b):\n    return Z(a + b)",
+			assertGT,
+			[]string{FlagCustomEq},
+		},
 		{"honest Fraction", "from fractions import Fraction\ndef add(a, b):\n    return Fraction(a) + b", assertGT, nil},
 		{"function raises", "def f(x):\n    raise ValueError(x)", emptyGT, []string{FlagFunctionRaised}},
 		{"exit in function", "def f(x):\n    import os\n    os._exit(0)", emptyGT, []string{FlagExitInFunction}},
 		{"honest empty", "def f(x):\n    return ''", emptyGT, nil},
-		{"reads the answer", "import os\nfor name in os.listdir('.'):\n    if 'expected' in name:\n        print(open(name).read().strip())\n        break\nelse:\n    print(3)", stdinGT, []string{FlagReadsFile}},
+		{
+			"reads the answer",
+			"import os\nfor name in os.listdir('.'):\n    if 'expected' in name:\n        print(open(name).read().strip())\n        break\nelse:\n    print(3)",
+			stdinGT,
+			[]string{FlagReadsFile},
+		},
 		{"honest stdin with exit", "import sys\na, b = map(int, input().split())\nprint(a + b)\nsys.exit(0)", stdinGT, nil},
 		{"honest, opens /dev/stdin", "a, b = map(int, open('/dev/stdin').read().split())\nprint(a + b)", stdinGT, nil},
 	}
@@ -118,6 +143,11 @@ func TestAuditStoppedIsAborted(t *testing.T) {
 	c.e = e
 	r := runAll(t, e, []Solution{{Completion: fence("python", "print(3)"), GroundTruth: gt}})[0]
 	if r.Cases[0].Verdict != verdict.True || !r.Aborted {
-		t.Errorf("verdict %v, aborted %v, audit %+v; want a True case and an aborted result", r.Cases[0].Verdict, r.Aborted, r.Audit)
+		t.Errorf(
+			"verdict %v, aborted %v, audit %+v; want a True case and an aborted result",
+			r.Cases[0].Verdict,
+			r.Aborted,
+			r.Audit,
+		)
 	}
 }

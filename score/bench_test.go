@@ -75,7 +75,10 @@ func BenchmarkEngine(b *testing.B) {
 		b.Run(fmt.Sprintf("latency-20ms-C%d", c), func(b *testing.B) {
 			const latency = 20 * time.Millisecond
 			sols := benchSolutions(c*4, 10) // 40 rounds of C requests
-			e, _ := New(latencyClient{latency: latency}, Options{MaxConcurrent: c, Timeout: 10, MemoryLimitMB: 1024, Language: "python"})
+			e, _ := New(
+				latencyClient{latency: latency},
+				Options{MaxConcurrent: c, Timeout: 10, MemoryLimitMB: 1024, Language: "python"},
+			)
 			b.ResetTimer()
 			start := time.Now()
 			for range b.N {

@@ -73,7 +73,11 @@ func echoRun(req *sandboxclient.Request) *sandboxclient.Response {
 		if strings.Contains(req.Code, "COMPILE_ERROR") {
 			rc = 1
 		}
-		resp.CompileResult = &sandboxclient.StepResult{Status: sandboxclient.StepFinished, ReturnCode: intp(rc), ExecutionTime: 0.3}
+		resp.CompileResult = &sandboxclient.StepResult{
+			Status:        sandboxclient.StepFinished,
+			ReturnCode:    intp(rc),
+			ExecutionTime: 0.3,
+		}
 		if rc != 0 {
 			resp.Status = sandboxclient.StatusFailed
 			resp.CompileResult.Stderr = "error: expected ';' before 'return'\n"
@@ -87,7 +91,12 @@ func echoRun(req *sandboxclient.Request) *sandboxclient.Response {
 	if strings.Contains(req.Code, "WRONG") {
 		out = "nope\n"
 	}
-	resp.RunResult = &sandboxclient.StepResult{Status: sandboxclient.StepFinished, ReturnCode: intp(0), Stdout: out, ExecutionTime: 0.01}
+	resp.RunResult = &sandboxclient.StepResult{
+		Status:        sandboxclient.StepFinished,
+		ReturnCode:    intp(0),
+		Stdout:        out,
+		ExecutionTime: 0.01,
+	}
 	return resp
 }
 
@@ -146,7 +155,10 @@ func TestRunEmitsAsFinished(t *testing.T) {
 			}
 			return echoRun(req)
 		}
-		e, _ := New(s.client(t, 4), Options{MaxConcurrent: 4, Timeout: 10, MemoryLimitMB: 1024, Language: "python", NoDedup: true})
+		e, _ := New(
+			s.client(t, 4),
+			Options{MaxConcurrent: 4, Timeout: 10, MemoryLimitMB: 1024, Language: "python", NoDedup: true},
+		)
 		in := make(chan Solution, 6)
 		for i := range 6 {
 			code := "print(input())"
@@ -188,7 +200,10 @@ func TestRunEmitsAsFinished(t *testing.T) {
 func TestGlobalLimitIsReachedNeverExceeded(t *testing.T) {
 	const limit = 16
 	s := newStandIn(t, 5*time.Millisecond)
-	e, err := New(s.client(t, limit), Options{MaxConcurrent: limit, Timeout: 10, MemoryLimitMB: 1024, Language: "python", NoDedup: true}) // identical solutions, each sent
+	e, err := New(
+		s.client(t, limit),
+		Options{MaxConcurrent: limit, Timeout: 10, MemoryLimitMB: 1024, Language: "python", NoDedup: true},
+	) // identical solutions, each sent
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +213,10 @@ func TestGlobalLimitIsReachedNeverExceeded(t *testing.T) {
 		if i%7 == 0 {
 			code = "print('WRONG')"
 		}
-		sols = append(sols, Solution{ID: int64(i), Completion: "```python\n" + code + "\n```", GroundTruth: groundTruth(4), DataSource: "taco"})
+		sols = append(
+			sols,
+			Solution{ID: int64(i), Completion: "```python\n" + code + "\n```", GroundTruth: groundTruth(4), DataSource: "taco"},
+		)
 	}
 	res := runAll(t, e, sols)
 	if len(res) != len(sols) {
@@ -232,11 +250,19 @@ func TestGlobalLimitIsReachedNeverExceeded(t *testing.T) {
 func TestCompileErrorSkipsCasesWithSameVerdicts(t *testing.T) {
 	const n = 50
 	gt := groundTruth(n)
-	sol := Solution{ID: 1, Completion: "```cpp\nint main() { COMPILE_ERROR }\n```", GroundTruth: gt, DataSource: "codecontests"}
+	sol := Solution{
+		ID:          1,
+		Completion:  "```cpp\nint main() { COMPILE_ERROR }\n```",
+		GroundTruth: gt,
+		DataSource:  "codecontests",
+	}
 
 	run := func(noSkip bool) (*Result, int64) {
 		s := newStandIn(t, 2*time.Millisecond)
-		e, err := New(s.client(t, 8), Options{MaxConcurrent: 8, Timeout: 10, MemoryLimitMB: 1024, Language: LanguageAuto, NoCompileSkip: noSkip})
+		e, err := New(
+			s.client(t, 8),
+			Options{MaxConcurrent: 8, Timeout: 10, MemoryLimitMB: 1024, Language: LanguageAuto, NoCompileSkip: noSkip},
+		)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -286,7 +312,8 @@ func TestCompileRuleOnMixedVerdicts(t *testing.T) {
 		return echoRun(req)
 	}
 	e, _ := New(s.client(t, 1), Options{MaxConcurrent: 1, Timeout: 10, MemoryLimitMB: 1024, Language: "cpp"})
-	r := runAll(t, e, []Solution{{Completion: "```cpp\nint main(){}\n```", GroundTruth: groundTruth(6), DataSource: "x"}})[0]
+	r := runAll(t, e, []Solution{{Completion: "```cpp\nint main(){}\n```", GroundTruth: groundTruth(6),
+		DataSource: "x"}})[0]
 	want := "[1 0 -4 -4 -4 -4]"
 	if got := fmt.Sprint(r.Verdicts()); got != want {
 		t.Errorf("got %s, want %s", got, want)
@@ -309,13 +336,33 @@ func TestSolutionErrors(t *testing.T) {
 		wantErr  string
 		verdicts string
 	}{
-		{"no code block", Solution{Completion: "just prose", GroundTruth: groundTruth(2)}, "Invalid completion (missing code block)", "[]"},
+		{
+			"no code block",
+			Solution{Completion: "just prose", GroundTruth: groundTruth(2)},
+			"Invalid completion (missing code block)",
+			"[]",
+		},
 		{"bad ground truth", Solution{Completion: "```python\npass\n```", GroundTruth: []byte(`"{not json"`)}, "", "[]"},
-		{"missing outputs", Solution{Completion: "```python\npass\n```", GroundTruth: []byte(`{"inputs": ["1"]}`)}, "invalid test_cases structure", "[]"},
+		{
+			"missing outputs",
+			Solution{Completion: "```python\npass\n```", GroundTruth: []byte(`{"inputs": ["1"]}`)},
+			"invalid test_cases structure",
+			"[]",
+		},
 		{"count mismatch", Solution{Completion: "```python\npass\n```", GroundTruth: mismatch}, "", "[-1 -1]"},
-		{"zero cases", Solution{Completion: "```python\npass\n```", GroundTruth: []byte(`{"inputs": [], "outputs": []}`)}, "", "[]"},
+		{
+			"zero cases",
+			Solution{Completion: "```python\npass\n```", GroundTruth: []byte(`{"inputs": [], "outputs": []}`)},
+			"",
+			"[]",
+		},
 		{"unknown language", Solution{Completion: "```cobol\nDISPLAY 'HI'\n```", GroundTruth: groundTruth(2)}, "", "[-1 -1]"},
-		{"row error", Solution{Completion: "```python\npass\n```", GroundTruth: groundTruth(2), Err: fmt.Errorf("x.jsonl:3: bad line")}, "x.jsonl:3: bad line", "[]"},
+		{
+			"row error",
+			Solution{Completion: "```python\npass\n```", GroundTruth: groundTruth(2), Err: fmt.Errorf("x.jsonl:3: bad line")},
+			"x.jsonl:3: bad line",
+			"[]",
+		},
 	}
 	before := s.requests.Load()
 	for _, tt := range tests {
@@ -361,7 +408,8 @@ func TestCompute(t *testing.T) {
 }
 
 func TestModeRouting(t *testing.T) {
-	for src, want := range map[string]bool{"codecontests": true, "apps": true, "codeforces": true, "taco": true, "livecodebench": false, "": false} {
+	for src, want := range map[string]bool{"codecontests": true, "apps": true, "codeforces": true, "taco": true,
+		"livecodebench": false, "": false} {
 		if got := ModeAuto.Continuous(src); got != want {
 			t.Errorf("auto %q: got continuous %v, want %v", src, got, want)
 		}
@@ -384,7 +432,12 @@ func pythonRun(python string) func(req *sandboxclient.Request) *sandboxclient.Re
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		start := time.Now()
 		err := cmd.Run()
-		rr := &sandboxclient.StepResult{Status: sandboxclient.StepFinished, Stdout: stdout.String(), Stderr: stderr.String(), ExecutionTime: time.Since(start).Seconds()}
+		rr := &sandboxclient.StepResult{
+			Status:        sandboxclient.StepFinished,
+			Stdout:        stdout.String(),
+			Stderr:        stderr.String(),
+			ExecutionTime: time.Since(start).Seconds(),
+		}
 		status := sandboxclient.StatusSuccess
 		switch {
 		case ctx.Err() != nil:
@@ -432,7 +485,10 @@ func TestVerlSamples(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, r := range row.Responses {
-			sols = append(sols, Solution{ID: int64(len(sols)), Completion: r, GroundTruth: row.RewardModel.GroundTruth, DataSource: row.DataSource})
+			sols = append(
+				sols,
+				Solution{ID: int64(len(sols)), Completion: r, GroundTruth: row.RewardModel.GroundTruth, DataSource: row.DataSource},
+			)
 			want = append(want, row.ExtraInfo.Expected)
 		}
 	}
@@ -445,7 +501,14 @@ func TestVerlSamples(t *testing.T) {
 	res := runAll(t, e, sols)
 	for i, r := range res {
 		if r.Score != want[i] || !r.Continuous {
-			t.Errorf("sample %d: got score %v (continuous %v), want %v continuous; verdicts %v", i, r.Score, r.Continuous, want[i], r.Verdicts())
+			t.Errorf(
+				"sample %d: got score %v (continuous %v), want %v continuous; verdicts %v",
+				i,
+				r.Score,
+				r.Continuous,
+				want[i],
+				r.Verdicts(),
+			)
 		}
 	}
 	if want[0] != 1.0 || want[1] != 0.9 {
@@ -467,7 +530,10 @@ func TestCancelAbortsInFlight(t *testing.T) {
 		return echoRun(req)
 	}
 	defer close(block)
-	e, _ := New(s.client(t, 2), Options{MaxConcurrent: 2, Timeout: 10, MemoryLimitMB: 1024, Language: "python", NoDedup: true})
+	e, _ := New(
+		s.client(t, 2),
+		Options{MaxConcurrent: 2, Timeout: 10, MemoryLimitMB: 1024, Language: "python", NoDedup: true},
+	)
 	ctx, cancel := context.WithCancel(context.Background())
 	in := make(chan Solution, 3)
 	for i := range 3 {
@@ -510,7 +576,10 @@ func TestStopLetsInFlightFinish(t *testing.T) {
 		<-release
 		return echoRun(req)
 	}
-	e, _ := New(s.client(t, 2), Options{MaxConcurrent: 2, Timeout: 10, MemoryLimitMB: 1024, Language: "python", NoDedup: true})
+	e, _ := New(
+		s.client(t, 2),
+		Options{MaxConcurrent: 2, Timeout: 10, MemoryLimitMB: 1024, Language: "python", NoDedup: true},
+	)
 	in := make(chan Solution, 4)
 	for i := range 4 {
 		in <- Solution{ID: int64(i), Completion: "```python\nprint(input())\n```", GroundTruth: groundTruth(1)}
@@ -523,7 +592,12 @@ func TestStopLetsInFlightFinish(t *testing.T) {
 		close(release)
 	}()
 	var got []*Result
-	if err := e.Run(context.Background(), in, func(r *Result) error { c := *r; got = append(got, &c); return nil }); err != nil {
+	if err := e.Run(context.Background(), in, func(r *Result) error {
+		c := *r
+		got = append(got,
+			&c)
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
 	finished := 0
@@ -559,14 +633,26 @@ func TestSharedTruth(t *testing.T) {
 	a, b := runAll(t, e, shared), runAll(t, e, own)
 	for i := range completions {
 		if fmt.Sprint(a[i].Verdicts(), a[i].Score, a[i].Err) != fmt.Sprint(b[i].Verdicts(), b[i].Score, b[i].Err) {
-			t.Errorf("response %d: shared truth gives %v %v %q, its own parse %v %v %q", i, a[i].Verdicts(), a[i].Score, a[i].Err, b[i].Verdicts(), b[i].Score, b[i].Err)
+			t.Errorf(
+				"response %d: shared truth gives %v %v %q, its own parse %v %v %q",
+				i,
+				a[i].Verdicts(),
+				a[i].Score,
+				a[i].Err,
+				b[i].Verdicts(),
+				b[i].Score,
+				b[i].Err,
+			)
 		}
 	}
 	if fmt.Sprint(a[0].Verdicts()) != "[1 1 1]" || fmt.Sprint(a[1].Verdicts()) != "[0 0 0]" {
 		t.Errorf("verdicts from the shared truth: %v, %v", a[0].Verdicts(), a[1].Verdicts())
 	}
 	bad := ParseTruth([]byte(`{"inputs": ["1"]}`))
-	if r := runAll(t, e, []Solution{{Completion: completions[0], Truth: bad}})[0]; !strings.Contains(r.Err, "invalid test_cases structure") {
+	if r := runAll(t, e, []Solution{{Completion: completions[0], Truth: bad}})[0]; !strings.Contains(
+		r.Err,
+		"invalid test_cases structure",
+	) {
 		t.Errorf("a shared bad truth: error %q", r.Err)
 	}
 }
@@ -576,7 +662,12 @@ func TestSharedTruth(t *testing.T) {
 // with the verdicts of sending all 24. An execution whose request failed
 // is not shared: each case that asked for it sends its own.
 func TestIdenticalExecutionsAreSentOnce(t *testing.T) {
-	programs := []string{"```python\nprint(input())\n```", "```python\nprint('WRONG')\n```", "```python\nprint(input()) # 2\n```", "```python\nimport sys\nprint('WRONG')\n```"}
+	programs := []string{
+		"```python\nprint(input())\n```",
+		"```python\nprint('WRONG')\n```",
+		"```python\nprint(input()) # 2\n```",
+		"```python\nimport sys\nprint('WRONG')\n```",
+	}
 	var sols []Solution
 	for i := range 8 {
 		sols = append(sols, Solution{ID: int64(i), Completion: programs[i%4], GroundTruth: groundTruth(3)})

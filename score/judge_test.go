@@ -57,7 +57,10 @@ func engineWith(t *testing.T, mut func(o *Options)) *Engine {
 func TestCompareModesInTheEngine(t *testing.T) {
 	floatGT := truthJSON(t, map[string]any{"inputs": []string{"1 3\n"}, "outputs": []string{"0.333333334\n"}})
 	spaceGT := truthJSON(t, map[string]any{"inputs": []string{"2\n"}, "outputs": []string{"1 \n2 \n"}})
-	fnGT := truthJSON(t, map[string]any{"inputs": []string{`"ab"`, `"xyz"`}, "outputs": []string{`"ba"`, `"zyx"`}, "fn_name": "rev"})
+	fnGT := truthJSON(
+		t,
+		map[string]any{"inputs": []string{`"ab"`, `"xyz"`}, "outputs": []string{`"ba"`, `"zyx"`}, "fn_name": "rev"},
+	)
 	sols := []Solution{
 		{ID: 0, Completion: fence("python", "a, b = map(int, input().split())\nprint(a / b)"), GroundTruth: floatGT},
 		{ID: 1, Completion: fence("python", "for i in range(int(input())):\n    print(i + 1)"), GroundTruth: spaceGT},
@@ -81,12 +84,29 @@ func TestCompareModesInTheEngine(t *testing.T) {
 		e := engineWith(t, func(o *Options) { o.Compare = cmp })
 		for i, r := range runAll(t, e, sols) {
 			if r.Score != tc.want[i] || r.ScoreExact != 0 {
-				t.Errorf("%s: solution %d scores %g (exact %g), want %g (exact 0); cases %+v", tc.compare, i, r.Score, r.ScoreExact, tc.want[i], r.Cases)
+				t.Errorf(
+					"%s: solution %d scores %g (exact %g), want %g (exact 0); cases %+v",
+					tc.compare,
+					i,
+					r.Score,
+					r.ScoreExact,
+					tc.want[i],
+					r.Cases,
+				)
 			}
 			for _, c := range r.Cases {
 				flipped := c.Verdict == verdict.True
-				if flipped != (c.VerdictExact != nil) || (flipped && (*c.VerdictExact != verdict.False || c.Status != verdict.StatusSuccess)) {
-					t.Errorf("%s: solution %d case %d: verdict %v, exact %v, status %s", tc.compare, i, c.CaseIndex, c.Verdict, c.VerdictExact, c.Status)
+				if flipped != (c.VerdictExact != nil) ||
+					(flipped && (*c.VerdictExact != verdict.False || c.Status != verdict.StatusSuccess)) {
+					t.Errorf(
+						"%s: solution %d case %d: verdict %v, exact %v, status %s",
+						tc.compare,
+						i,
+						c.CaseIndex,
+						c.Verdict,
+						c.VerdictExact,
+						c.Status,
+					)
 				}
 			}
 		}
@@ -118,7 +138,10 @@ int main(int argc, char *argv[]) {
 // are infrastructure errors, and an exact answer needs no checker run.
 func TestCheckerJudgesManyAnswers(t *testing.T) {
 	gt := func(checker any) []byte {
-		return truthJSON(t, map[string]any{"inputs": []string{"10\n", "7\n"}, "outputs": []string{"1 9\n", "1 6\n"}, "checker": checker})
+		return truthJSON(
+			t,
+			map[string]any{"inputs": []string{"10\n", "7\n"}, "outputs": []string{"1 9\n", "1 6\n"}, "checker": checker},
+		)
 	}
 	answers := []struct {
 		code  string
@@ -169,10 +192,20 @@ func TestCheckerJudgesManyAnswers(t *testing.T) {
 		"not code":     []int{1},
 	} {
 		e := engineWith(t, func(o *Options) { o.CheckerKey = "checker"; o.Timeout = 2 })
-		r := runAll(t, e, []Solution{{Completion: fence("python", "n = int(input())\nprint(n - 1, 1)"), GroundTruth: gt(checker)}})[0]
+		r := runAll(t, e, []Solution{{Completion: fence("python", "n = int(input())\nprint(n - 1, 1)"),
+			GroundTruth: gt(checker)}})[0]
 		for _, c := range r.Cases {
-			if c.Verdict != verdict.APIError || !c.Infra || c.Status != verdict.StatusCheckerError || c.Checker == nil || c.Checker.Error == "" {
-				t.Errorf("%s: case %d verdict %v infra %v status %s checker %+v; want an infrastructure error of the checker", name, c.CaseIndex, c.Verdict, c.Infra, c.Status, c.Checker)
+			if c.Verdict != verdict.APIError || !c.Infra || c.Status != verdict.StatusCheckerError || c.Checker == nil ||
+				c.Checker.Error == "" {
+				t.Errorf(
+					"%s: case %d verdict %v infra %v status %s checker %+v; want an infrastructure error of the checker",
+					name,
+					c.CaseIndex,
+					c.Verdict,
+					c.Infra,
+					c.Status,
+					c.Checker,
+				)
 			}
 		}
 		if r.Score != 0 {

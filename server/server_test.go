@@ -80,16 +80,18 @@ func newBlockingClient() *blockingClient {
 		canceled: make(chan struct{}, 100),
 	}
 	echo := echoClient()
-	b.fakeClient = &fakeClient{run: func(ctx context.Context, req *sandboxclient.Request) (*sandboxclient.Response, error) {
-		b.started <- struct{}{}
-		select {
-		case <-b.release:
-			return echo.run(ctx, req)
-		case <-ctx.Done():
-			b.canceled <- struct{}{}
-			return nil, ctx.Err()
-		}
-	}}
+	b.fakeClient = &fakeClient{
+		run: func(ctx context.Context, req *sandboxclient.Request) (*sandboxclient.Response, error) {
+			b.started <- struct{}{}
+			select {
+			case <-b.release:
+				return echo.run(ctx, req)
+			case <-ctx.Done():
+				b.canceled <- struct{}{}
+				return nil, ctx.Err()
+			}
+		},
+	}
 	return b
 }
 
@@ -122,22 +124,71 @@ func TestRunCodeStatusCodes(t *testing.T) {
 		wantDetail bool // a 422 detail list with loc/msg/type
 	}{
 		{"valid", http.MethodPost, "/run_code", pythonHello, http.StatusOK, false},
-		{"valid fixture shape", http.MethodPost, "/run_code", `{"compile_timeout": 10, "run_timeout": 10.0, "code": "x", "stdin": null, "memory_limit_MB": 1024, "language": "cpp", "files": {}, "fetch_files": []}`, http.StatusOK, false},
+		{
+			"valid fixture shape",
+			http.MethodPost,
+			"/run_code",
+			`{"compile_timeout": 10, "run_timeout": 10.0, "code": "x", "stdin": null, "memory_limit_MB": 1024, "language": "cpp", "files": {}, "fetch_files": []}`,
+			http.StatusOK,
+			false,
+		},
 		{"get", http.MethodGet, "/run_code", "", http.StatusMethodNotAllowed, false},
 		{"put", http.MethodPut, "/run_code", pythonHello, http.StatusMethodNotAllowed, false},
-		{"too large", http.MethodPost, "/run_code", `{"code": "` + strings.Repeat("x", 2000) + `", "language": "python"}`, http.StatusRequestEntityTooLarge, false},
+		{
+			"too large",
+			http.MethodPost,
+			"/run_code",
+			`{"code": "` + strings.Repeat("x", 2000) + `", "language": "python"}`,
+			http.StatusRequestEntityTooLarge,
+			false,
+		},
 		{"not json", http.MethodPost, "/run_code", "this is not json", http.StatusUnprocessableEntity, true},
 		{"truncated json", http.MethodPost, "/run_code", `{"code": "x", `, http.StatusUnprocessableEntity, true},
 		{"two values", http.MethodPost, "/run_code", `{} {}`, http.StatusUnprocessableEntity, true},
 		{"empty body", http.MethodPost, "/run_code", "", http.StatusUnprocessableEntity, true},
 		{"array body", http.MethodPost, "/run_code", "[]", http.StatusUnprocessableEntity, true},
-		{"unknown language", http.MethodPost, "/run_code", `{"code": "x", "language": "cobol"}`, http.StatusUnprocessableEntity, true},
-		{"language not a string", http.MethodPost, "/run_code", `{"code": "x", "language": 3}`, http.StatusUnprocessableEntity, true},
+		{
+			"unknown language",
+			http.MethodPost,
+			"/run_code",
+			`{"code": "x", "language": "cobol"}`,
+			http.StatusUnprocessableEntity,
+			true,
+		},
+		{
+			"language not a string",
+			http.MethodPost,
+			"/run_code",
+			`{"code": "x", "language": 3}`,
+			http.StatusUnprocessableEntity,
+			true,
+		},
 		{"missing code", http.MethodPost, "/run_code", `{"language": "python"}`, http.StatusUnprocessableEntity, true},
 		{"missing language", http.MethodPost, "/run_code", `{"code": "x"}`, http.StatusUnprocessableEntity, true},
-		{"bad timeout", http.MethodPost, "/run_code", `{"code": "x", "language": "python", "run_timeout": "soon"}`, http.StatusUnprocessableEntity, true},
-		{"null timeout", http.MethodPost, "/run_code", `{"code": "x", "language": "python", "run_timeout": null}`, http.StatusUnprocessableEntity, true},
-		{"stdin not a string", http.MethodPost, "/run_code", `{"code": "x", "language": "python", "stdin": 5}`, http.StatusUnprocessableEntity, true},
+		{
+			"bad timeout",
+			http.MethodPost,
+			"/run_code",
+			`{"code": "x", "language": "python", "run_timeout": "soon"}`,
+			http.StatusUnprocessableEntity,
+			true,
+		},
+		{
+			"null timeout",
+			http.MethodPost,
+			"/run_code",
+			`{"code": "x", "language": "python", "run_timeout": null}`,
+			http.StatusUnprocessableEntity,
+			true,
+		},
+		{
+			"stdin not a string",
+			http.MethodPost,
+			"/run_code",
+			`{"code": "x", "language": "python", "stdin": 5}`,
+			http.StatusUnprocessableEntity,
+			true,
+		},
 		{"health", http.MethodGet, "/health", "", http.StatusOK, false},
 		{"health post", http.MethodPost, "/health", "", http.StatusMethodNotAllowed, false},
 		{"metrics", http.MethodGet, "/metrics", "", http.StatusOK, false},
@@ -233,22 +284,56 @@ func TestRunCodeDefaults(t *testing.T) {
 		{
 			name: "only required fields",
 			body: `{"code": "print(1)", "language": "python"}`,
-			want: sandboxclient.Request{CompileTimeout: 10, RunTimeout: 10, Code: "print(1)", MemoryLimitMB: -1, Language: "python", Files: map[string]string{}, FetchFiles: []string{}},
+			want: sandboxclient.Request{
+				CompileTimeout: 10,
+				RunTimeout:     10,
+				Code:           "print(1)",
+				MemoryLimitMB:  -1,
+				Language:       "python",
+				Files:          map[string]string{},
+				FetchFiles:     []string{},
+			},
 		},
 		{
 			name: "verl's request",
 			body: `{"compile_timeout": 4, "run_timeout": 4.5, "code": "c", "stdin": "in", "memory_limit_MB": 1024, "language": "cpp", "files": {}, "fetch_files": []}`,
-			want: sandboxclient.Request{CompileTimeout: 4, RunTimeout: 4.5, Code: "c", Stdin: ptr("in"), MemoryLimitMB: 1024, Language: "cpp", Files: map[string]string{}, FetchFiles: []string{}},
+			want: sandboxclient.Request{
+				CompileTimeout: 4,
+				RunTimeout:     4.5,
+				Code:           "c",
+				Stdin:          ptr("in"),
+				MemoryLimitMB:  1024,
+				Language:       "cpp",
+				Files:          map[string]string{},
+				FetchFiles:     []string{},
+			},
 		},
 		{
 			name: "null stdin, numeric strings, files, extra fields",
 			body: `{"code": "c", "language": "go", "stdin": null, "run_timeout": "2.5", "memory_limit_MB": 512.0, "files": {"a.txt": "aGk=", "b": null}, "fetch_files": ["out.txt"], "args": ["-q"]}`,
-			want: sandboxclient.Request{CompileTimeout: 10, RunTimeout: 2.5, Code: "c", MemoryLimitMB: 512, Language: "go", Files: map[string]string{"a.txt": "aGk=", "b": ""}, FetchFiles: []string{"out.txt"}},
+			want: sandboxclient.Request{
+				CompileTimeout: 10,
+				RunTimeout:     2.5,
+				Code:           "c",
+				MemoryLimitMB:  512,
+				Language:       "go",
+				Files:          map[string]string{"a.txt": "aGk=", "b": ""},
+				FetchFiles:     []string{"out.txt"},
+			},
 		},
 		{
 			name: "empty stdin stays empty, not null",
 			body: `{"code": "c", "language": "bash", "stdin": ""}`,
-			want: sandboxclient.Request{CompileTimeout: 10, RunTimeout: 10, Code: "c", Stdin: ptr(""), MemoryLimitMB: -1, Language: "bash", Files: map[string]string{}, FetchFiles: []string{}},
+			want: sandboxclient.Request{
+				CompileTimeout: 10,
+				RunTimeout:     10,
+				Code:           "c",
+				Stdin:          ptr(""),
+				MemoryLimitMB:  -1,
+				Language:       "bash",
+				Files:          map[string]string{},
+				FetchFiles:     []string{},
+			},
 		},
 	}
 	for i, tt := range tests {
@@ -457,7 +542,8 @@ func testQueueOverflow(t *testing.T, opts Options) {
 	// The answer and /health tell the load: 1 slot, running 1, waiting 1;
 	// a full server is not ready.
 	for _, h := range []http.Header{resp.Header, health(t, srv.URL, http.StatusServiceUnavailable, "full").Header} {
-		if h.Get(sandboxclient.SlotsHeader) != "1" || h.Get(sandboxclient.RunningHeader) != "1" || h.Get(sandboxclient.WaitingHeader) != "1" {
+		if h.Get(sandboxclient.SlotsHeader) != "1" || h.Get(sandboxclient.RunningHeader) != "1" ||
+			h.Get(sandboxclient.WaitingHeader) != "1" {
 			t.Errorf("load headers %v, want slots 1, running 1, waiting 1", h)
 		}
 	}
@@ -534,7 +620,11 @@ func TestQueueWaitIsTold(t *testing.T) {
 		t.Fatalf("answers %+v %+v, want both with the queue wait known", r1, r2)
 	}
 	if r1.QueueWait > 100*time.Millisecond || r2.QueueWait < 200*time.Millisecond {
-		t.Errorf("queue waits %v and %v: want the first about none, the second at least the 200 ms it was held", r1.QueueWait, r2.QueueWait)
+		t.Errorf(
+			"queue waits %v and %v: want the first about none, the second at least the 200 ms it was held",
+			r1.QueueWait,
+			r2.QueueWait,
+		)
 	}
 }
 
@@ -591,7 +681,10 @@ func TestMetricsAfterRequests(t *testing.T) {
 	fake := &fakeClient{run: func(_ context.Context, req *sandboxclient.Request) (*sandboxclient.Response, error) {
 		one := 1
 		if req.Code == "fail" {
-			return &sandboxclient.Response{Status: sandboxclient.StatusFailed, RunResult: &sandboxclient.StepResult{Status: sandboxclient.StepFinished, ReturnCode: &one}}, nil
+			return &sandboxclient.Response{
+				Status:    sandboxclient.StatusFailed,
+				RunResult: &sandboxclient.StepResult{Status: sandboxclient.StepFinished, ReturnCode: &one},
+			}, nil
 		}
 		return echoClient().run(context.Background(), req)
 	}}
@@ -670,7 +763,11 @@ func TestServeGracefulShutdown(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		resp, err := http.Post(url, "application/json", strings.NewReader(`{"code": "x", "language": "python", "stdin": "still here"}`))
+		resp, err := http.Post(
+			url,
+			"application/json",
+			strings.NewReader(`{"code": "x", "language": "python", "stdin": "still here"}`),
+		)
 		if err != nil {
 			done <- result{err: err}
 			return
@@ -698,7 +795,11 @@ func TestServeGracefulShutdown(t *testing.T) {
 	}
 	turned.Body.Close()
 	if turned.StatusCode != http.StatusServiceUnavailable || turned.Header.Get("Retry-After") == "" {
-		t.Errorf("a new request while draining: %d, Retry-After %q; want 503 with Retry-After", turned.StatusCode, turned.Header.Get("Retry-After"))
+		t.Errorf(
+			"a new request while draining: %d, Retry-After %q; want 503 with Retry-After",
+			turned.StatusCode,
+			turned.Header.Get("Retry-After"),
+		)
 	}
 	select {
 	case err := <-served:
@@ -852,12 +953,21 @@ func TestRunCodeNoQueue(t *testing.T) {
 func BenchmarkServerOverhead(b *testing.B) {
 	srv := httptest.NewServer(New(echoClient(), Options{Slots: 8, MaxQueue: 64}).Handler())
 	defer srv.Close()
-	hc, err := sandboxclient.NewHTTPClient(sandboxclient.HTTPOptions{URL: srv.URL + "/run_code", MaxConns: 8, Retry: sandboxclient.VerlRetryPolicy()})
+	hc, err := sandboxclient.NewHTTPClient(
+		sandboxclient.HTTPOptions{URL: srv.URL + "/run_code", MaxConns: 8, Retry: sandboxclient.VerlRetryPolicy()},
+	)
 	if err != nil {
 		b.Fatal(err)
 	}
 	in := "hello"
-	req := &sandboxclient.Request{CompileTimeout: 10, RunTimeout: 10, MemoryLimitMB: 1024, Language: "python", Code: "print(input())", Stdin: &in}
+	req := &sandboxclient.Request{
+		CompileTimeout: 10,
+		RunTimeout:     10,
+		MemoryLimitMB:  1024,
+		Language:       "python",
+		Code:           "print(input())",
+		Stdin:          &in,
+	}
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {

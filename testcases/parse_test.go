@@ -137,9 +137,17 @@ func TestParse(t *testing.T) {
 		{name: "assert_case not a list", raw: `{"assert_case": "assert x"}`, wantErr: ErrInvalidStructure},
 		{name: "string holding a list", raw: quoteJSON(`[1, 2]`), wantErr: ErrInvalidStructure},
 		{name: "string holding null", raw: quoteJSON(`null`), wantErr: ErrInvalidStructure},
-		{name: "string holding a string", raw: quoteJSON(quoteJSON(`{"inputs": [], "outputs": []}`)), wantErr: ErrInvalidStructure},
+		{
+			name:    "string holding a string",
+			raw:     quoteJSON(quoteJSON(`{"inputs": [], "outputs": []}`)),
+			wantErr: ErrInvalidStructure,
+		},
 		{name: "invalid JSON", raw: `{"inputs": [`, wantErr: ErrInvalidJSON},
-		{name: "invalid JSON inside the string", raw: quoteJSON(`{"inputs": ["1"], "outputs": ["2"],}`), wantErr: ErrInvalidJSON},
+		{
+			name:    "invalid JSON inside the string",
+			raw:     quoteJSON(`{"inputs": ["1"], "outputs": ["2"],}`),
+			wantErr: ErrInvalidJSON,
+		},
 		{name: "empty input", raw: ``, wantErr: ErrInvalidJSON},
 		{name: "empty string", raw: `""`, wantErr: ErrInvalidJSON},
 		{name: "null ground truth", raw: `null`, wantErr: ErrUnusable},
@@ -150,8 +158,16 @@ func TestParse(t *testing.T) {
 		{name: "outputs without a length", raw: `{"inputs": ["1"], "outputs": null}`, wantErr: ErrUnusable},
 		{name: "outputs an object", raw: `{"inputs": ["1"], "outputs": {"0": "x"}}`, wantErr: ErrUnusable},
 		{name: "assert case not a string", raw: `{"assert_case": ["ok", 3]}`, wantErr: ErrUnusable},
-		{name: "assert_case with outputs present but null", raw: `{"assert_case": ["a"], "outputs": null}`, wantErr: ErrUnusable},
-		{name: "null assert_case with inputs", raw: `{"assert_case": null, "inputs": ["1"], "outputs": ["2"]}`, wantErr: ErrUnusable},
+		{
+			name:    "assert_case with outputs present but null",
+			raw:     `{"assert_case": ["a"], "outputs": null}`,
+			wantErr: ErrUnusable,
+		},
+		{
+			name:    "null assert_case with inputs",
+			raw:     `{"assert_case": null, "inputs": ["1"], "outputs": ["2"]}`,
+			wantErr: ErrUnusable,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -310,7 +326,14 @@ func TestParseRealData(t *testing.T) {
 		}
 		f.Close()
 		total += rows
-		t.Logf("%s: %d rows, %d cases, %d fn_name rows, %d assert rows", filepath.Base(path), rows, cases, callBased, assertRows)
+		t.Logf(
+			"%s: %d rows, %d cases, %d fn_name rows, %d assert rows",
+			filepath.Base(path),
+			rows,
+			cases,
+			callBased,
+			assertRows,
+		)
 	}
 	t.Logf("%d rows in all", total)
 }

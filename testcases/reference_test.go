@@ -3,12 +3,19 @@ package testcases
 import "testing"
 
 func TestReferenceForms(t *testing.T) {
-	set, err := Parse([]byte(`{"gold": "SELECT name FROM t ORDER BY name", "database": "CREATE TABLE t(name);", "database_file": "db/x.sqlite"}`))
+	set, err := Parse(
+		[]byte(
+			`{"gold": "SELECT name FROM t ORDER BY name", "database": "CREATE TABLE t(name);", "database_file": "db/x.sqlite"}`,
+		),
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if set.Reference == nil || set.Reference.Language != "sql" || !set.Ordered || set.DatabaseFile != "db/x.sqlite" ||
-		len(set.Cases) != 1 || set.Cases[0].Stdin == nil || *set.Cases[0].Stdin != "CREATE TABLE t(name);" || set.Cases[0].Expected != nil {
+		len(
+			set.Cases,
+		) != 1 || set.Cases[0].Stdin == nil ||
+		*set.Cases[0].Stdin != "CREATE TABLE t(name);" || set.Cases[0].Expected != nil {
 		t.Errorf("gold form: got %+v", set)
 	}
 	set, err = Parse([]byte(`{"inputs": ["1", "2"], "reference": {"code": "print(int(input())*2)"}}`))

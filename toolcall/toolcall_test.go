@@ -71,7 +71,8 @@ func TestParseHermes(t *testing.T) {
 	}
 	for i, w := range want {
 		c := calls[i]
-		if c.Index != i || c.Code != w.code || c.Recorded != w.recorded || c.HasRecord != w.has || (c.Problem != "") != w.problem {
+		if c.Index != i || c.Code != w.code || c.Recorded != w.recorded || c.HasRecord != w.has ||
+			(c.Problem != "") != w.problem {
 			t.Errorf("call %d: %+v, want code %q recorded %q (has %v, problem %v)", i, c, w.code, w.recorded, w.has, w.problem)
 		}
 	}
@@ -84,8 +85,10 @@ func TestParseHermes(t *testing.T) {
 
 	// What verl's tool would send, or why not.
 	var o Options
-	if req, why := o.Request(calls[0]); req == nil || req.RunTimeout != DefaultTimeout || req.CompileTimeout != DefaultTimeout ||
-		req.MemoryLimitMB != DefaultMemoryMB || req.Language != "python" || req.Stdin != nil {
+	if req, why := o.Request(calls[0]); req == nil ||
+		req.RunTimeout != DefaultTimeout || req.CompileTimeout != DefaultTimeout ||
+		req.MemoryLimitMB != DefaultMemoryMB || req.Language != "python" ||
+		req.Stdin != nil {
 		t.Errorf("request of call 0: %+v (%s)", req, why)
 	}
 	if req, _ := o.Request(calls[1]); req == nil || req.RunTimeout != 5 {
@@ -100,15 +103,24 @@ func TestParseHermes(t *testing.T) {
 
 func TestObserveIsVerls(t *testing.T) {
 	finished := &sandboxclient.Response{Status: sandboxclient.StatusFailed,
-		RunResult: &sandboxclient.StepResult{Status: sandboxclient.StepFinished, Stdout: "out\n", Stderr: "Traceback\n", ReturnCode: new(int)}}
+		RunResult: &sandboxclient.StepResult{
+			Status:     sandboxclient.StepFinished,
+			Stdout:     "out\n",
+			Stderr:     "Traceback\n",
+			ReturnCode: new(int),
+		}}
 	if got := Observe(finished, nil); got != "out\nTraceback\n" {
 		t.Errorf("a finished run that failed: %q, want stdout then stderr", got)
 	}
-	timedOut := &sandboxclient.Response{Status: sandboxclient.StatusFailed, RunResult: &sandboxclient.StepResult{Status: sandboxclient.StepTimeLimitExceeded, Stdout: "partial"}}
+	timedOut := &sandboxclient.Response{
+		Status:    sandboxclient.StatusFailed,
+		RunResult: &sandboxclient.StepResult{Status: sandboxclient.StepTimeLimitExceeded, Stdout: "partial"},
+	}
 	for name, tc := range map[string]struct {
 		r   *sandboxclient.Response
 		err error
-	}{"timeout": {timedOut, nil}, "api error": {nil, errors.New("refused")}, "no run": {&sandboxclient.Response{Status: sandboxclient.StatusSandboxError}, nil}} {
+	}{"timeout": {timedOut, nil}, "api error": {nil, errors.New("refused")},
+		"no run": {&sandboxclient.Response{Status: sandboxclient.StatusSandboxError}, nil}} {
 		if got := Observe(tc.r, tc.err); got != NoStdout {
 			t.Errorf("%s: %q, want %q", name, got, NoStdout)
 		}
@@ -130,7 +142,8 @@ func TestParseHarmony(t *testing.T) {
 	if len(calls) != 2 {
 		t.Fatalf("got %d calls, want 2 (the one in the analysis channel is not a call): %+v", len(calls), calls)
 	}
-	if c := calls[0]; c.Name != "code_interpreter" || c.Code != "print(6 * 7)" || c.Recorded != "42\n" || !c.HasRecord || c.Problem != "" {
+	if c := calls[0]; c.Name != "code_interpreter" || c.Code != "print(6 * 7)" || c.Recorded != "42\n" || !c.HasRecord ||
+		c.Problem != "" {
 		t.Errorf("call 0: %+v", c)
 	}
 	if c := calls[1]; c.Code != "print('a')" || c.Timeout != 3 || c.Recorded != "a\n" {

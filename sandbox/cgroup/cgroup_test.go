@@ -174,7 +174,8 @@ func TestReadMountsAndOwnGroups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(mounts) != 3 || strings.Join(mounts[0].ctrls, ",") != "cpu,cpuacct" || !mounts[2].v2 || mounts[2].point != "/sys/fs/cgroup/unified dir" {
+	if len(mounts) != 3 || strings.Join(mounts[0].ctrls, ",") != "cpu,cpuacct" || !mounts[2].v2 ||
+		mounts[2].point != "/sys/fs/cgroup/unified dir" {
 		t.Fatalf("mounts %+v", mounts)
 	}
 	cg := filepath.Join(dir, "cgroup")
@@ -189,7 +190,8 @@ func TestReadMountsAndOwnGroups(t *testing.T) {
 	// A group under a mount of a subtree: the subtree's root is cut off.
 	root := t.TempDir()
 	os.MkdirAll(filepath.Join(root, "c1"), 0o755)
-	if d, ok := within(mount{point: root, root: "/kubepods/pod1"}, "/kubepods/pod1/c1"); !ok || d != filepath.Join(root, "c1") {
+	if d, ok := within(mount{point: root, root: "/kubepods/pod1"}, "/kubepods/pod1/c1"); !ok ||
+		d != filepath.Join(root, "c1") {
 		t.Errorf("within: %q %v", d, ok)
 	}
 	if _, ok := within(mount{point: root, root: "/kubepods/pod1"}, "/other/c1"); ok {
@@ -215,7 +217,8 @@ func TestReusedGroupTakesEachRunsBounds(t *testing.T) {
 		return mem, pids
 	}
 	var first *Run
-	for i, lim := range []Limits{{MemoryBytes: 64 << 20, Pids: 32}, {MemoryBytes: 64 << 20, Pids: 32}, {MemoryBytes: 128 << 20, Pids: 48}, {MemoryBytes: 64 << 20, Pids: 32}} {
+	for i, lim := range []Limits{{MemoryBytes: 64 << 20, Pids: 32}, {MemoryBytes: 64 << 20, Pids: 32},
+		{MemoryBytes: 128 << 20, Pids: 48}, {MemoryBytes: 64 << 20, Pids: 32}} {
 		r, err := m.Get(lim)
 		if err != nil {
 			t.Fatal(err)

@@ -53,8 +53,12 @@ func TestServeLoopBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("forkserver.py's SERVE_LOOP (%d bytes) is not what serveloop_x86_64.asm assembles to (%d bytes); its hex is:\n%s",
-			len(got), len(want), hex.EncodeToString(want))
+		t.Errorf(
+			"forkserver.py's SERVE_LOOP (%d bytes) is not what serveloop_x86_64.asm assembles to (%d bytes); its hex is:\n%s",
+			len(got),
+			len(want),
+			hex.EncodeToString(want),
+		)
 	}
 }
 

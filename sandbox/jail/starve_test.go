@@ -22,21 +22,30 @@ func TestStarvationRule(t *testing.T) {
 		extra            time.Duration
 		starved          bool
 	}{
-		{"a sleeper did not wait", L, 0, 1, stepCPU{run: time.Millisecond, busiestWait: time.Millisecond, threads: 1}, 0, false},
-		{"a loop on an idle machine", L, 0, 1, stepCPU{run: L - 10*time.Millisecond, busiestWait: 10 * time.Millisecond, threads: 1}, 0, false},
-		{"a loop that had a third of a CPU", L, 0, 1, stepCPU{run: L / 3, busiestWait: 2 * L / 3, threads: 1}, 2 * L / 3, false},
-		{"given back already", 5 * L / 3, 2 * L / 3, 1, stepCPU{run: 5 * L / 9, busiestWait: 10 * L / 9, threads: 1}, 10*L/9 - 2*L/3, false},
-		{"more threads than CPUs, all its own", L, 0, 1, stepCPU{run: 2 * L, busiestWait: 900 * time.Millisecond, threads: 64}, 0, false},
-		{"the grace nearly spent", 3 * L, 2800 * time.Millisecond, 1, stepCPU{run: L / 5, busiestWait: 4 * L, threads: 1}, 200 * time.Millisecond, false},
+		{"a sleeper did not wait", L, 0, 1, stepCPU{run: time.Millisecond, busiestWait: time.Millisecond, threads: 1}, 0,
+			false},
+		{"a loop on an idle machine", L, 0, 1, stepCPU{run: L - 10*time.Millisecond, busiestWait: 10 * time.Millisecond,
+			threads: 1}, 0, false},
+		{"a loop that had a third of a CPU", L, 0, 1, stepCPU{run: L / 3, busiestWait: 2 * L / 3, threads: 1}, 2 * L / 3,
+			false},
+		{"given back already", 5 * L / 3, 2 * L / 3, 1, stepCPU{run: 5 * L / 9, busiestWait: 10 * L / 9, threads: 1},
+			10*L/9 - 2*L/3, false},
+		{"more threads than CPUs, all its own", L, 0, 1, stepCPU{run: 2 * L, busiestWait: 900 * time.Millisecond,
+			threads: 64}, 0, false},
+		{"the grace nearly spent", 3 * L, 2800 * time.Millisecond, 1, stepCPU{run: L / 5, busiestWait: 4 * L, threads: 1},
+			200 * time.Millisecond, false},
 		{"the grace spent", 4 * L, 3 * L, 1, stepCPU{run: L / 5, busiestWait: 3800 * time.Millisecond, threads: 1}, 0, true},
 		{"no threads left", L, 0, 1, stepCPU{}, 0, false},
 		// On two CPUs: a JVM whose main thread waited while its compiler
 		// threads and a neighbour ran had more than one CPU's worth, and
 		// was held back all the same; a program that kept both CPUs busy
 		// with its own threads had the machine.
-		{"a JVM with a neighbour", L, 0, 2, stepCPU{run: 1050 * time.Millisecond, busiestWait: 900 * time.Millisecond, threads: 17}, 900 * time.Millisecond, false},
-		{"more threads than two CPUs, all its own", L, 0, 2, stepCPU{run: 1980 * time.Millisecond, busiestWait: 600 * time.Millisecond, threads: 3}, 0, false},
-		{"a loop on one of two idle CPUs", L, 0, 2, stepCPU{run: L - 10*time.Millisecond, busiestWait: 10 * time.Millisecond, threads: 1}, 0, false},
+		{"a JVM with a neighbour", L, 0, 2, stepCPU{run: 1050 * time.Millisecond, busiestWait: 900 * time.Millisecond,
+			threads: 17}, 900 * time.Millisecond, false},
+		{"more threads than two CPUs, all its own", L, 0, 2, stepCPU{run: 1980 * time.Millisecond,
+			busiestWait: 600 * time.Millisecond, threads: 3}, 0, false},
+		{"a loop on one of two idle CPUs", L, 0, 2, stepCPU{run: L - 10*time.Millisecond,
+			busiestWait: 10 * time.Millisecond, threads: 1}, 0, false},
 	} {
 		extra, starved := starvation(L, tc.elapsed, tc.granted, tc.cpus, tc.cpu)
 		if extra != tc.extra || starved != tc.starved {
@@ -63,7 +72,12 @@ func TestStepTasksAreTheSteps(t *testing.T) {
 	defer func() { young.Process.Kill(); young.Wait() }()
 	got := stepTasks(0x3fff0001, 0, 100*time.Millisecond)
 	if len(got) != 1 || got[0] != "/proc/"+strconv.Itoa(young.Process.Pid) {
-		t.Errorf("the step's tasks: %v, want only the younger sleep (%d; the older is %d)", got, young.Process.Pid, old.Process.Pid)
+		t.Errorf(
+			"the step's tasks: %v, want only the younger sleep (%d; the older is %d)",
+			got,
+			young.Process.Pid,
+			old.Process.Pid,
+		)
 	}
 	if all := stepTasks(0x3fff0001, 0, time.Hour); len(all) != 2 {
 		t.Errorf("with a step an hour old: %v, want both", all)
@@ -185,7 +199,8 @@ time.sleep(30)`)
 	step = append(step, dir(loop.Process.Pid))
 	// However busy the machine, the loop comes to have run more than a
 	// twentieth of the limit.
-	for deadline := time.Now().Add(30 * time.Second); idle(readStepCPU(step).run, limit); time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); idle(readStepCPU(step).run,
+		limit); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("with a loop that ran for 30 s: %+v, still idle", readStepCPU(step))
 		}

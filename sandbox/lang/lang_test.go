@@ -116,7 +116,13 @@ func TestCIInstallsWhatTheRegistryNames(t *testing.T) {
 	// Installed for the tests, not for a language.
 	// (matplotlib: the plot case of serve's /run_jupyter; binutils: the
 	// fork server's machine-code loop, assembled to check its bytes.)
-	forTests := map[string]bool{"python3-venv": true, "util-linux": true, "chromium": true, "python3-matplotlib": true, "binutils": true}
+	forTests := map[string]bool{
+		"python3-venv":       true,
+		"util-linux":         true,
+		"chromium":           true,
+		"python3-matplotlib": true,
+		"binutils":           true,
+	}
 	named := map[string]bool{}
 	for _, l := range All() {
 		if l.Runner == nil {
@@ -159,7 +165,12 @@ func TestCIInstallsWhatTheRegistryNames(t *testing.T) {
 // The fast paths and quirks are declared by the languages that have them,
 // and by no other (the sandbox reads these, never a name).
 func TestHooksAreDeclared(t *testing.T) {
-	caches := map[string]CompileCache{"cpp": PrecompiledHeader, "java": ClassDataArchive, "go": GoBuildCache, "go_test": GoBuildCache}
+	caches := map[string]CompileCache{
+		"cpp":     PrecompiledHeader,
+		"java":    ClassDataArchive,
+		"go":      GoBuildCache,
+		"go_test": GoBuildCache,
+	}
 	for _, l := range All() {
 		if l.Runner == nil {
 			continue

@@ -125,7 +125,8 @@ func FuzzScriptRoundTrip(f *testing.F) {
 		s.Op(op, a, b, c)
 		s.Op(op)
 		recs, ok := Parse(s.Bytes())
-		if !ok || len(recs) != 2 || recs[0].Op != op || !reflect.DeepEqual(recs[0].Args, []string{a, b, c}) || len(recs[1].Args) != 0 {
+		if !ok || len(recs) != 2 || recs[0].Op != op || !reflect.DeepEqual(recs[0].Args, []string{a, b, c}) ||
+			len(recs[1].Args) != 0 {
 			t.Fatalf("Op(%q, %q, %q, %q) parsed back as %v, %v", op, a, b, c, recs, ok)
 		}
 	})

@@ -20,7 +20,10 @@ func eval(t *testing.T, f *Filter, auditArch uint32, nr uint32, args ...uint64) 
 	t.Helper()
 	var raw []bpf.RawInstruction
 	for b := f.Program; len(b) > 0; b = b[8:] {
-		raw = append(raw, bpf.RawInstruction{Op: binary.NativeEndian.Uint16(b), Jt: b[2], Jf: b[3], K: binary.NativeEndian.Uint32(b[4:])})
+		raw = append(
+			raw,
+			bpf.RawInstruction{Op: binary.NativeEndian.Uint16(b), Jt: b[2], Jf: b[3], K: binary.NativeEndian.Uint32(b[4:])},
+		)
 	}
 	insts, ok := bpf.Disassemble(raw)
 	if !ok {
@@ -79,18 +82,115 @@ const (
 
 // Calls every toolchain of the sandbox makes: the filter must let each
 // through, on both architectures.
-var essential = []string{"read", "write", "openat", "close", "fstat", "newfstatat", "statx", "lseek", "mmap", "mprotect",
-	"munmap", "brk", "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "ioctl", "pread64", "readv", "writev", "faccessat",
-	"faccessat2", "sched_yield", "mremap", "madvise", "dup", "dup3", "getpid", "sendfile", "socketpair", "connect", "accept4",
-	"sendto", "recvfrom", "bind", "listen", "getsockname", "setsockopt", "execve", "execveat", "exit", "exit_group",
-	"wait4", "kill", "tgkill", "uname", "fcntl", "flock", "fsync", "getdents64", "getcwd", "chdir", "fchdir", "renameat2",
-	"mkdirat", "unlinkat", "symlinkat", "readlinkat", "fchmod", "fchmodat", "fchownat", "umask", "gettimeofday",
-	"getrlimit", "prlimit64", "getrusage", "sysinfo", "getuid", "geteuid", "getgid", "setgid", "setuid", "setgroups",
-	"setresuid", "prctl", "futex", "futex_waitv", "sched_getaffinity", "sched_setaffinity", "set_tid_address",
-	"set_robust_list", "clock_gettime", "clock_nanosleep", "nanosleep", "epoll_create1", "epoll_ctl", "epoll_pwait",
-	"epoll_pwait2", "eventfd2", "pipe2", "ppoll", "pselect6", "getrandom", "memfd_create", "rseq", "close_range",
-	"pidfd_open", "waitid", "sigaltstack", "timerfd_create", "inotify_init1", "capget", "capset", "process_vm_readv",
-	"ptrace", "membarrier", "mlock", "restart_syscall"}
+var essential = []string{
+	"read",
+	"write",
+	"openat",
+	"close",
+	"fstat",
+	"newfstatat",
+	"statx",
+	"lseek",
+	"mmap",
+	"mprotect",
+	"munmap",
+	"brk",
+	"rt_sigaction",
+	"rt_sigprocmask",
+	"rt_sigreturn",
+	"ioctl",
+	"pread64",
+	"readv",
+	"writev",
+	"faccessat",
+	"faccessat2",
+	"sched_yield",
+	"mremap",
+	"madvise",
+	"dup",
+	"dup3",
+	"getpid",
+	"sendfile",
+	"socketpair",
+	"connect",
+	"accept4",
+	"sendto",
+	"recvfrom",
+	"bind",
+	"listen",
+	"getsockname",
+	"setsockopt",
+	"execve",
+	"execveat",
+	"exit",
+	"exit_group",
+	"wait4",
+	"kill",
+	"tgkill",
+	"uname",
+	"fcntl",
+	"flock",
+	"fsync",
+	"getdents64",
+	"getcwd",
+	"chdir",
+	"fchdir",
+	"renameat2",
+	"mkdirat",
+	"unlinkat",
+	"symlinkat",
+	"readlinkat",
+	"fchmod",
+	"fchmodat",
+	"fchownat",
+	"umask",
+	"gettimeofday",
+	"getrlimit",
+	"prlimit64",
+	"getrusage",
+	"sysinfo",
+	"getuid",
+	"geteuid",
+	"getgid",
+	"setgid",
+	"setuid",
+	"setgroups",
+	"setresuid",
+	"prctl",
+	"futex",
+	"futex_waitv",
+	"sched_getaffinity",
+	"sched_setaffinity",
+	"set_tid_address",
+	"set_robust_list",
+	"clock_gettime",
+	"clock_nanosleep",
+	"nanosleep",
+	"epoll_create1",
+	"epoll_ctl",
+	"epoll_pwait",
+	"epoll_pwait2",
+	"eventfd2",
+	"pipe2",
+	"ppoll",
+	"pselect6",
+	"getrandom",
+	"memfd_create",
+	"rseq",
+	"close_range",
+	"pidfd_open",
+	"waitid",
+	"sigaltstack",
+	"timerfd_create",
+	"inotify_init1",
+	"capget",
+	"capset",
+	"process_vm_readv",
+	"ptrace",
+	"membarrier",
+	"mlock",
+	"restart_syscall",
+}
 
 func TestFilterAllowsWhatToolchainsCall(t *testing.T) {
 	for goarch, info := range Arches {
@@ -101,7 +201,8 @@ func TestFilterAllowsWhatToolchainsCall(t *testing.T) {
 			}
 		}
 		if goarch == "amd64" {
-			for _, name := range []string{"arch_prctl", "open", "stat", "access", "pipe", "poll", "select", "dup2", "fork", "vfork"} {
+			for _, name := range []string{"arch_prctl", "open", "stat", "access", "pipe", "poll", "select", "dup2", "fork",
+				"vfork"} {
 				if got := eval(t, f, uint32(info.ID), nr(t, goarch, name)); got != allow {
 					t.Errorf("amd64: %s: got %#x, want allow", name, got)
 				}
@@ -160,7 +261,8 @@ func TestFilterRefusesWithAnErrno(t *testing.T) {
 			t.Errorf("%s: personality(ADDR_NO_RANDOMIZE): got %#x, want EPERM", goarch, got)
 		}
 		for _, name := range []string{"swapon", "settimeofday", "ioperm", "iopl", "syslog", "sethostname", "acct", "quotactl",
-			"lookup_dcookie", "fanotify_init", "open_by_handle_at", "kcmp", "pidfd_getfd", "process_madvise", "vhangup", "mbind"} {
+			"lookup_dcookie", "fanotify_init", "open_by_handle_at", "kcmp", "pidfd_getfd", "process_madvise", "vhangup",
+			"mbind"} {
 			n, ok := Arches[goarch].SyscallNames[name]
 			if !ok {
 				continue
@@ -253,7 +355,8 @@ func TestBuildRefusesOtherArches(t *testing.T) {
 }
 
 func TestParseKernel(t *testing.T) {
-	for in, want := range map[string]Kernel{"6.1.0-18-amd64": {6, 1}, "5.15.153.1-microsoft-standard-WSL2": {5, 15}, "4.8": {4, 8}, "6.12rc3": {6, 12}} {
+	for in, want := range map[string]Kernel{"6.1.0-18-amd64": {6, 1}, "5.15.153.1-microsoft-standard-WSL2": {5, 15},
+		"4.8": {4, 8}, "6.12rc3": {6, 12}} {
 		if got, err := ParseKernel(in); err != nil || got != want {
 			t.Errorf("ParseKernel(%q) = %v, %v, want %v", in, got, err, want)
 		}
@@ -275,8 +378,30 @@ func TestParseKernel(t *testing.T) {
 // some past them), with arguments that meet and miss each condition of the
 // profile, the program answers what its rules, evaluated in Go, give.
 func TestFilterIsItsRules(t *testing.T) {
-	argSets := [][6]uint64{{}, {1}, {2}, {3}, {7}, {10}, {16}, {17}, {38}, {40}, {44}, {45}, {0x20000}, {8}, {0xffffffff}, {0x20008}, {0x3d0f00}, {0x10000000},
-		{0x11 | 0x20000}, {1 << 32}, {^uint64(0)}, {0x80}}
+	argSets := [][6]uint64{
+		{},
+		{1},
+		{2},
+		{3},
+		{7},
+		{10},
+		{16},
+		{17},
+		{38},
+		{40},
+		{44},
+		{45},
+		{0x20000},
+		{8},
+		{0xffffffff},
+		{0x20008},
+		{0x3d0f00},
+		{0x10000000},
+		{0x11 | 0x20000},
+		{1 << 32},
+		{^uint64(0)},
+		{0x80},
+	}
 	for goarch, info := range Arches {
 		f := build(t, goarch)
 		checked := 0
