@@ -117,18 +117,19 @@ func endsWithStatus(line string) bool {
 	return false
 }
 
-func parsePytest(log string, r Rules) *StatusMap { return pytestLines(log, r, nil) }
+func parsePytest(log string, r Rules) *StatusMap { return pytestLines(log, r, nil, nil) }
 
 func parseMatplotlib(log string, r Rules) *StatusMap {
 	return pytestLines(log, r, func(line string) string {
 		line = strings.ReplaceAll(line, "MouseButton.LEFT", "1")
 		return strings.ReplaceAll(line, "MouseButton.RIGHT", "3")
-	})
+	}, nil)
 }
 
 // pytestLines reads pytest's -rA summary: a line that starts with a status
 // names the test in its second word ("FAILED t - msg": the " - " dropped).
-func pytestLines(log string, r Rules, prep func(string) string) *StatusMap {
+// prep rewrites each line first, rename each name found.
+func pytestLines(log string, r Rules, prep, rename func(string) string) *StatusMap {
 	m := newStatusMap()
 	for _, line := range strings.Split(log, "\n") {
 		if prep != nil {
@@ -144,7 +145,11 @@ func pytestLines(log string, r Rules, prep func(string) string) *StatusMap {
 		if len(f) <= 1 || skipSummary(r, f[0], f[1]) {
 			continue
 		}
-		m.set(f[1], f[0])
+		name := f[1]
+		if rename != nil {
+			name = rename(name)
+		}
+		m.set(name, f[0])
 	}
 	return m
 }
@@ -154,30 +159,18 @@ var optionRe = regexp.MustCompile(`(.*?)\[(.*)\]`)
 // parsePytestOptions is pytest's summary with parametrized names whose
 // option is an absolute path cut to its last part ("t[/a/b/c]" → "t[/c]").
 func parsePytestOptions(log string, r Rules) *StatusMap {
-	m := newStatusMap()
-	for _, line := range strings.Split(log, "\n") {
-		if !startsWithStatus(line) {
-			continue
+	return pytestLines(log, r, nil, func(name string) string {
+		g := optionRe.FindStringSubmatch(name)
+		if g == nil {
+			return name
 		}
-		if strings.HasPrefix(line, StatusFailed) {
-			line = strings.ReplaceAll(line, " - ", " ")
+		main, option := g[1], g[2]
+		if strings.HasPrefix(option, "/") && !strings.HasPrefix(option, "//") && !strings.Contains(option, "*") {
+			parts := strings.Split(option, "/")
+			option = "/" + parts[len(parts)-1]
 		}
-		f := pyFields(line)
-		if len(f) <= 1 || skipSummary(r, f[0], f[1]) {
-			continue
-		}
-		name := f[1]
-		if g := optionRe.FindStringSubmatch(f[1]); g != nil {
-			main, option := g[1], g[2]
-			if strings.HasPrefix(option, "/") && !strings.HasPrefix(option, "//") && !strings.Contains(option, "*") {
-				parts := strings.Split(option, "/")
-				option = "/" + parts[len(parts)-1]
-			}
-			name = main + "[" + option + "]"
-		}
-		m.set(name, f[0])
-	}
-	return m
+		return main + "[" + option + "]"
+	})
 }
 
 var colourRe = regexp.MustCompile(`\[(\p{Nd}+)m`)
