@@ -51,6 +51,9 @@ type Spec struct {
 	Fetch []string
 	// Forkable: a Python run the fork server may start (sandbox/forkserver).
 	Forkable bool
+	// Image, if set, is the step's root: a container image's instead of
+	// the view (a contained Runner only; see ImageRoot).
+	Image *ImageRoot
 	// MergeStderr sends stderr to the stdout pipe (a test binary, whose
 	// output `go test` prints as one stream).
 	MergeStderr bool
@@ -328,7 +331,10 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
 		return nil, err
 	}
 	uid := -1
-	if r.Iso.PerRunUser && !s.AsRoot {
+	if s.Image != nil && !r.Iso.Contained {
+		return nil, errors.New("a step in an image's root needs the contained sandbox (namespaces and a filesystem view)")
+	}
+	if r.Iso.PerRunUser && !s.AsRoot && s.Image == nil {
 		u := stepUIDs.get()
 		defer stepUIDs.put(u)
 		uid = int(u)
@@ -363,6 +369,9 @@ func (r *Runner) start(s *Spec, uid int, fork bool, grp *cgroup.Run, stdin, stdo
 		}
 	}
 	attr := r.Attr(uid)
+	if s.Image != nil {
+		attr = s.Image.attr()
+	}
 	var cmd *exec.Cmd
 	var report *InitReport
 	if r.Iso.Contained {
@@ -375,11 +384,20 @@ func (r *Runner) start(s *Spec, uid int, fork bool, grp *cgroup.Run, stdin, stdo
 			}
 			sc.Op(nsinit.OpJoin, fds...)
 		}
-		script := append(sc.Bytes(), r.View.Script(s, uid, argv, r.MaxOutput)...)
+		view := r.View.Script
+		if s.Image != nil {
+			view = r.View.ImageScript
+		}
+		script := append(sc.Bytes(), view(s, uid, argv, r.MaxOutput)...)
 		script = append(script, r.LockdownOp()...)
 		var err error
 		if cmd, report, err = r.InitCommand(script, attr, join...); err != nil {
 			return nil, err
+		}
+		if s.Image != nil {
+			// The init starts as the image's root, a host user that may not
+			// reach this executable by its path: the link reaches it.
+			cmd.Path = "/proc/self/exe"
 		}
 	} else {
 		fds := make([]int, len(join))
@@ -440,6 +458,9 @@ func (r *Runner) group(lim Limits) *cgroup.Run {
 // a normal program (one process, or a few threads) is bounded by the
 // per-process rule alone, as on SandboxFusion.
 func RunMemoryBytes(lim Limits) int64 {
+	if lim.GroupMB > 0 {
+		return int64(lim.GroupMB) << 20
+	}
 	return max(4*int64(lim.AddressMB)<<20, 4<<30)
 }
 

@@ -13,6 +13,9 @@ type Limits struct {
 	Nproc     int
 	FsizeMB   int
 	Nofile    int
+	// GroupMB, if set, bounds the memory of the run's processes together
+	// (its cgroup) instead of RunMemoryBytes's rule.
+	GroupMB int
 }
 
 const (

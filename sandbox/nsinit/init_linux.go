@@ -99,6 +99,8 @@ func (st *step) apply(op Record) (known bool, err error) {
 	case OpTmpfs:
 		st.root = a[0]
 		err = syscall.Mount("tmpfs", st.root, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, tmpfsOptions(a))
+	case OpOverlay:
+		st.root, err = overlayRoot(a)
 	case OpRunSpace:
 		if err = mkdirAll(root+a[0], 0o755, -1, -1); err == nil {
 			err = syscall.Mount("tmpfs", root+a[0], "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, tmpfsOptions(a))
@@ -295,6 +297,36 @@ func (st *step) report(ws syscall.WaitStatus, elapsed int64) int {
 	return 0
 }
 
+// overlayRoot mounts an image's root with a writable layer of its own (see
+// OpOverlay) and returns where.
+func overlayRoot(a []string) (string, error) {
+	if len(a) != 6 {
+		return "", syscall.EINVAL
+	}
+	space, lower := a[0], a[1]
+	uid, _ := Atoi(a[4])
+	gid, _ := Atoi(a[5])
+	if err := syscall.Mount("tmpfs", space, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV,
+		tmpfsOptions([]string{space, a[2], a[3]})); err != nil {
+		return "", err
+	}
+	// The upper holds the root directory's own owner and mode: the
+	// merged root's come from it.
+	for _, d := range []string{"/upper", "/work", "/root"} {
+		if err := syscall.Mkdir(space+d, 0o755); err != nil {
+			return "", err
+		}
+	}
+	if err := syscall.Chown(space+"/upper", uid, gid); err != nil {
+		return "", err
+	}
+	opts := "lowerdir=" + lower + ",upperdir=" + space + "/upper,workdir=" + space + "/work"
+	if err := syscall.Mount("overlay", space+"/root", "overlay", syscall.MS_NOSUID, opts); err != nil {
+		return "", err
+	}
+	return space + "/root", nil
+}
+
 // tmpfsOptions are a tmpfs's mount options: its size and, where the
 // script gives one, its bound on inodes (files, directories, links).
 func tmpfsOptions(a []string) string {
@@ -343,9 +375,12 @@ func closeOnExecFrom(lo int) {
 func describe(op Record) string {
 	name := map[byte]string{OpTmpfs: "mount tmpfs", OpRunSpace: "mount tmpfs", OpBind: "bind", OpMkdir: "mkdir",
 		OpFile: "write", OpSymlink: "symlink", OpProc: "mount proc", OpPivot: "pivot_root",
-		OpJoin: "join the run's cgroup"}[op.Op]
+		OpJoin: "join the run's cgroup", OpOverlay: "mount the image's root with its writable layer over"}[op.Op]
 	if len(op.Args) > 0 && op.Op != OpPivot {
 		arg := op.Args[0]
+		if op.Op == OpOverlay && len(op.Args) > 1 {
+			arg = op.Args[1]
+		}
 		if op.Op == OpBind && len(op.Args) > 1 {
 			arg += " on " + op.Args[1]
 		}

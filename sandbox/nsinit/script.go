@@ -38,6 +38,13 @@ const (
 	OpRunSpace = 's' // path, size in MiB, inodes: a tmpfs inside the view
 	OpJoin     = 'j' // fds of cgroup.procs files: the init joins each group (its program then starts inside)
 	OpServe    = 'v' // fd of the fork server's control socket: the init manages the server's runs (see serve)
+	// OpOverlay: path, lower, size in MiB, inodes, the upper's owner
+	// (uid, gid): a tmpfs at path of that size holds an overlay's upper
+	// and work directories over lower (an image's root, read-only), and
+	// the overlay, at path/root, is the root of the view. The tmpfs lives
+	// in the step's mount namespace alone: when the step ends, its
+	// writes are gone with it.
+	OpOverlay = 'o'
 	// OpLockdown: the program starts with no capability it could ever
 	// gain, no_new_privs, and the seccomp filter given (sock_filter
 	// records; "" for none). Not for a serving init, whose server
