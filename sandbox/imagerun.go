@@ -27,6 +27,9 @@ type ImageStep struct {
 	MemoryMB, Pids int
 	// MergeStderr sends stderr to stdout, one stream in order (a test log).
 	MergeStderr bool
+	// MaxOutput is what is kept of the output and each fetched file (0:
+	// the sandbox's own bound).
+	MaxOutput int
 }
 
 // RunInImage runs an image step to its end or its timeout. An error means
@@ -45,6 +48,7 @@ func (l *Local) RunInImage(ctx context.Context, st ImageStep) (*jail.Result, err
 		Timeout:     st.Timeout,
 		Image:       &root,
 		MergeStderr: st.MergeStderr,
+		MaxOutput:   st.MaxOutput,
 		Lim: jail.Limits{CPUSec: jail.CPUSeconds(st.Timeout), Nproc: st.Pids,
 			GroupMB: st.MemoryMB},
 		View: jail.ViewStep{Abs: st.Files, Fetch: st.Fetch},

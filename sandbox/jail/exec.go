@@ -51,6 +51,9 @@ type Spec struct {
 	Fetch []string
 	// Forkable: a Python run the fork server may start (sandbox/forkserver).
 	Forkable bool
+	// MaxOutput, if set, is what the step keeps of each stream and
+	// fetched file instead of the Runner's (a repository's test log).
+	MaxOutput int
 	// Image, if set, is the step's root: a container image's instead of
 	// the view (a contained Runner only; see ImageRoot).
 	Image *ImageRoot
@@ -388,7 +391,7 @@ func (r *Runner) start(s *Spec, uid int, fork bool, grp *cgroup.Run, stdin, stdo
 		if s.Image != nil {
 			view = r.View.ImageScript
 		}
-		script := append(sc.Bytes(), view(s, uid, argv, r.MaxOutput)...)
+		script := append(sc.Bytes(), view(s, uid, argv, r.maxOutput(s))...)
 		script = append(script, r.LockdownOp()...)
 		var err error
 		if cmd, report, err = r.InitCommand(script, attr, join...); err != nil {
@@ -428,6 +431,13 @@ func (r *Runner) start(s *Spec, uid int, fork bool, grp *cgroup.Run, stdin, stdo
 		close(done)
 	}()
 	return p, nil
+}
+
+func (r *Runner) maxOutput(s *Spec) int {
+	if s.MaxOutput > 0 {
+		return s.MaxOutput
+	}
+	return r.MaxOutput
 }
 
 // LockdownOp is the script record that starts a contained step's program
@@ -517,7 +527,7 @@ func (r *Runner) runAs(ctx context.Context, s *Spec, uid int, fork bool, grp *cg
 	if p.Report != nil {
 		defer p.Report.Close()
 	}
-	sio.pump(s.Stdin, r.MaxOutput)
+	sio.pump(s.Stdin, r.maxOutput(s))
 	// A contained step's clock starts when its init starts the program,
 	// not while it builds the view.
 	if p.Report != nil {
@@ -743,7 +753,7 @@ func (r *Runner) collect(s *Spec, p *Proc, end stepEnd, cpu time.Duration, sio *
 		}
 	} else {
 		ws, _ = p.state.Sys().(syscall.WaitStatus)
-		res.Files = fetchFiles(s.Dir, s.Fetch, r.MaxOutput)
+		res.Files = fetchFiles(s.Dir, s.Fetch, r.maxOutput(s))
 	}
 	rc := ws.ExitStatus()
 	if ws.Signaled() {

@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -110,11 +111,14 @@ func tail(b []byte) string {
 
 // DirLayer is a layer holding a directory's tree as it is on disk
 // (owners, modes, links), its device nodes left out.
-func DirLayer(t testing.TB, dir string) v1.Layer {
+func DirLayer(t testing.TB, dir string) v1.Layer { return DirLayerAt(t, dir, "") }
+
+// DirLayerAt is DirLayer with the tree under at ("testbed") in the image.
+func DirLayerAt(t testing.TB, dir, at string) v1.Layer {
 	t.Helper()
 	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		pr, pw := io.Pipe()
-		go func() { pw.CloseWithError(writeTree(pw, dir)) }()
+		go func() { pw.CloseWithError(writeTree(pw, dir, at)) }()
 		return pr, nil
 	})
 	if err != nil {
@@ -123,8 +127,13 @@ func DirLayer(t testing.TB, dir string) v1.Layer {
 	return l
 }
 
-func writeTree(w io.Writer, root string) error {
+func writeTree(w io.Writer, root, at string) error {
 	tw := tar.NewWriter(w)
+	if at != "" {
+		if err := tw.WriteHeader(&tar.Header{Name: at + "/", Typeflag: tar.TypeDir, Mode: 0o755}); err != nil {
+			return err
+		}
+	}
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -151,6 +160,9 @@ func writeTree(w io.Writer, root string) error {
 			return err
 		}
 		h.Name = rel
+		if at != "" {
+			h.Name = at + "/" + rel
+		}
 		if fi.IsDir() {
 			h.Name += "/"
 		}
@@ -241,4 +253,16 @@ func Image(t testing.TB, env []string, workDir string, layers ...v1.Layer) v1.Im
 		t.Fatal(err)
 	}
 	return img
+}
+
+// WriteArchive writes img as a docker save archive tagged ref.
+func WriteArchive(t testing.TB, path, ref string, img v1.Image) {
+	t.Helper()
+	tag, err := name.NewTag(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tarball.WriteToFile(path, tag, img); err != nil {
+		t.Fatal(err)
+	}
 }

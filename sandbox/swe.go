@@ -1,0 +1,147 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/verl-score/verl-score/sandbox/image"
+	"github.com/verl-score/verl-score/sandbox/jail"
+	"github.com/verl-score/verl-score/swe"
+)
+
+// SWEOptions are how rollouts of repository tasks run.
+type SWEOptions struct {
+	Rules swe.Rules
+	// Timeout bounds a rollout: the apply and the tests (SWE-bench's
+	// default, 1800 s).
+	Timeout time.Duration
+	// DiskMB caps what a rollout writes over its image.
+	DiskMB int
+	// MemoryMB bounds a rollout's processes together, its written files
+	// included (they are in memory).
+	MemoryMB int
+	// MaxLog is how much of the test log is kept (and parsed).
+	MaxLog int
+}
+
+// DefaultSWEOptions: SWE-bench's timeout; 2 GiB of writes; 8 GiB of
+// memory, which holds a test suite's processes (Django's and sympy's run in
+// one or two) beside a full disk cap; 16 MiB of log.
+var DefaultSWEOptions = SWEOptions{Rules: swe.DefaultRules, Timeout: 1800 * time.Second, DiskMB: 2048,
+	MemoryMB: 8192, MaxLog: 16 << 20}
+
+// SWE runs repository tasks' rollouts in their images with a Local.
+type SWE struct {
+	Local   *Local
+	Catalog *image.Catalog
+	Store   *image.Store
+	Opts    SWEOptions
+}
+
+// Where a rollout's scripts and outputs live in its image.
+const (
+	sweDir       = "/tmp/verl-score"
+	sweApply     = sweDir + "/apply.sh"
+	sweEval      = sweDir + "/eval.sh"
+	sweApplyLog  = sweDir + "/apply.log"
+	sweApplyExit = sweDir + "/apply.exit"
+)
+
+// Environment is an instance's image, found and unpacked (once).
+func (s *SWE) Environment(inst *swe.Instance) (*image.Unpacked, error) {
+	ref := inst.ImageRef()
+	if s.Catalog == nil {
+		return nil, fmt.Errorf("image %s: no --images directory to find it in", ref)
+	}
+	e, err := s.Catalog.Find(ref)
+	if err != nil {
+		return nil, err
+	}
+	img, err := e.Open()
+	if err != nil {
+		return nil, fmt.Errorf("image %s in %s: %w", ref, e.Where, err)
+	}
+	return s.Store.Unpack(img, e.Names, e.Where, nil)
+}
+
+// Evaluate runs one rollout: the patch applied in the instance's image,
+// then its tests, graded. An error is never returned for what the model
+// did: the environment's and the sandbox's failures are outcomes of their
+// own (swe.EnvironmentError, swe.SandboxError).
+func (s *SWE) Evaluate(ctx context.Context, inst *swe.Instance, plan *swe.Plan, patch string) *swe.Outcome {
+	env, err := s.Environment(inst)
+	if err != nil {
+		return &swe.Outcome{Kind: swe.EnvironmentError, Why: err.Error(), ExitCode: -1}
+	}
+	wd := inst.WorkDir
+	if wd == "" {
+		wd = env.Config.WorkingDir
+	}
+	driver := "#!/bin/bash\n" +
+		"bash " + sweApply + " > " + sweApplyLog + " 2>&1\n" +
+		"rc=$?\necho $rc > " + sweApplyExit + "\n" +
+		"[ $rc -eq 0 ] || exit 0\n" +
+		"cd " + shellQuote(wd) + " && exec bash " + sweEval + " 2>&1\n"
+	st := ImageStep{
+		Root: jail.ImageRoot{Lower: env.Root, UpperMB: s.Opts.DiskMB, IDBase: image.IDBase, IDRange: image.IDRange},
+		Argv: []string{"/bin/bash", sweDir + "/run.sh"},
+		Dir:  "/",
+		Env:  sweEnv(env.Config.Env),
+		Files: map[string][]byte{
+			swe.PatchPath:      []byte(patch),
+			sweApply:           []byte(swe.ApplyScript(wd, swe.PatchPath, s.Opts.Rules)),
+			sweEval:            []byte(plan.Script),
+			sweDir + "/run.sh": []byte(driver),
+		},
+		Fetch:       []string{sweApplyLog, sweApplyExit},
+		Timeout:     s.Opts.Timeout,
+		MemoryMB:    s.Opts.MemoryMB,
+		Pids:        4096,
+		MergeStderr: true,
+		MaxOutput:   s.Opts.MaxLog,
+	}
+	res, err := s.Local.RunInImage(ctx, st)
+	if err != nil {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return &swe.Outcome{Kind: swe.SandboxError, Why: "cancelled: " + err.Error(), ExitCode: -1}
+		}
+		return &swe.Outcome{Kind: swe.SandboxError, Why: err.Error(), ExitCode: -1}
+	}
+	// fetched files come back base64-encoded, as the protocol has them
+	fetched := func(name string) string {
+		b, _ := base64.StdEncoding.DecodeString(res.Files[name])
+		return string(b)
+	}
+	out := swe.StepOutput{ApplyExit: -1, ApplyOutput: fetched(sweApplyLog), EvalOutput: res.Stdout,
+		TimedOut: res.Outcome == jail.TimedOut}
+	if n, err := strconv.Atoi(strings.TrimSpace(fetched(sweApplyExit))); err == nil {
+		out.ApplyExit = n
+	}
+	if res.Outcome == jail.NotStarted {
+		return &swe.Outcome{Kind: swe.EnvironmentError, Why: "the image cannot run the evaluation: " + res.Stderr,
+			ExitCode: -1}
+	}
+	return swe.Judge(inst, plan, patch, out, s.Opts.Rules)
+}
+
+// sweEnv is a rollout's environment: the image's, with a HOME.
+func sweEnv(image []string) []string {
+	env := append([]string{}, image...)
+	home := false
+	for _, e := range env {
+		home = home || strings.HasPrefix(e, "HOME=")
+	}
+	if !home {
+		env = append(env, "HOME=/root")
+	}
+	return env
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

@@ -1,0 +1,104 @@
+package swe
+
+import (
+	"strings"
+)
+
+// The outcomes of one rollout of a repository task. Environment and
+// sandbox errors are the infrastructure's, never the model's: they are
+// scored as infrastructure errors, not as 0.
+const (
+	Resolved         = "resolved"
+	TestsFailed      = "tests_failed"
+	PatchMissing     = "patch_missing"
+	PatchApplyFailed = "patch_apply_failed"
+	Timeout          = "timeout"
+	EnvironmentError = "environment_error"
+	SandboxError     = "sandbox_error"
+)
+
+// Infra reports whether an outcome is the infrastructure's fault.
+func Infra(kind string) bool { return kind == EnvironmentError || kind == SandboxError }
+
+// An Outcome is what one rollout came to.
+type Outcome struct {
+	Kind string
+	// Why says more, for the outcomes that are not a grade (an apply that
+	// failed, an image not found, a log SWE-bench grades nothing from).
+	Why          string
+	PatchApplied bool
+	// AppliedBy is the command that applied the patch.
+	AppliedBy   string
+	ApplyOutput string
+	// Log is the evaluation's output (the test log), cut where it was long.
+	Log string
+	// ExitCode is the test command's own exit status, -1 when unknown.
+	ExitCode int
+	Report   *Report
+	// Flags are what the audit found in the patch (see Audit).
+	Flags []Flag
+}
+
+// StepOutput is what the sandbox hands back of one rollout's run: the
+// apply script's exit status and output, the evaluation's output, and
+// whether the run hit its timeout.
+type StepOutput struct {
+	ApplyExit   int // -1: the apply script did not report (the run ended first)
+	ApplyOutput string
+	EvalOutput  string
+	TimedOut    bool
+}
+
+// Judge turns a rollout's run into its outcome under the rules: the apply
+// first, then the log read and graded as SWE-bench does.
+func Judge(inst *Instance, plan *Plan, patch string, out StepOutput, r Rules) *Outcome {
+	o := &Outcome{ExitCode: -1, ApplyOutput: out.ApplyOutput, Log: out.EvalOutput, Flags: Audit(inst, patch)}
+	switch {
+	case out.ApplyExit == 3:
+		o.Kind, o.Why = EnvironmentError, firstLine(out.ApplyOutput)
+		return o
+	case out.ApplyExit < 0 && out.TimedOut:
+		o.Kind, o.Why = Timeout, "the run's time ran out while the patch was applied"
+		return o
+	case out.ApplyExit < 0:
+		o.Kind, o.Why = SandboxError, "the apply step did not report"
+		return o
+	case out.ApplyExit != 0:
+		o.Kind, o.Why = PatchApplyFailed, lastLines(out.ApplyOutput, 3)
+		return o
+	}
+	o.PatchApplied = true
+	if i := strings.LastIndex(out.ApplyOutput, markApplied+" ("); i >= 0 {
+		o.AppliedBy = strings.TrimSuffix(strings.SplitN(out.ApplyOutput[i+len(markApplied)+2:], "\n", 2)[0], ")")
+	}
+	if out.TimedOut {
+		o.Kind, o.Why = Timeout, "the tests' time ran out"
+		return o
+	}
+	l := ReadLog(out.EvalOutput, plan.Parser, r)
+	o.ExitCode = l.ExitCode
+	if !l.Graded {
+		// SWE-bench's own verdict on such a log: not resolved, nothing
+		// graded (its report has no test lists).
+		o.Kind, o.Why = TestsFailed, l.Why
+		o.Report = Grade(inst, newStatusMap(), r)
+		o.Report.Resolution = ResolvedNo
+		return o
+	}
+	o.Report = Grade(inst, l.Statuses, r)
+	o.Kind = TestsFailed
+	if o.Report.Resolved() {
+		o.Kind = Resolved
+	}
+	return o
+}
+
+func firstLine(s string) string { return strings.SplitN(strings.TrimSpace(s), "\n", 2)[0] }
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
