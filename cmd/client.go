@@ -188,6 +188,12 @@ func setupScoring(loader *config.Loader, errOut io.Writer) (*scoring, error) {
 		}
 		eo.Cache = c
 	}
+	if l, ok := client.(*sandbox.Local); ok {
+		// repository tasks run in the embedded sandbox alone
+		if r, err := sandbox.NewSWE(l, cfg.Images, cfg.ImageStore, cfg.SWE); err == nil {
+			eo.SWE = r
+		}
+	}
 	eng, err := score.New(client, eo)
 	if err != nil {
 		closeClient()

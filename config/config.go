@@ -29,6 +29,7 @@ import (
 	"github.com/verl-score/verl-score/sandboxclient"
 	"github.com/verl-score/verl-score/score"
 	"github.com/verl-score/verl-score/server"
+	"github.com/verl-score/verl-score/swe"
 	"github.com/verl-score/verl-score/testcases"
 )
 
@@ -57,6 +58,12 @@ type Config struct {
 	Cache      string
 	CacheKey   string
 	CacheMaxMB int
+
+	// Images and ImageStore are where repository tasks' images are found
+	// and unpacked; SWE is how their rollouts run.
+	Images     string
+	ImageStore string
+	SWE        sandbox.SWEOptions
 
 	// Job holds run's settings of the job (data_source, infra_errors,
 	// pass_k, cases_out_max_text); the command adds the paths and streams.
@@ -147,6 +154,23 @@ func fraction(what string) func(float64) error {
 	return func(x float64) error {
 		if x < 0 || x > 1 || x != x {
 			return fmt.Errorf("%s must be a fraction from 0 to 1, got %g", what, x)
+		}
+		return nil
+	}
+}
+
+// existingDir accepts "" (none) or a directory that exists.
+func existingDir(what string) func(string) error {
+	return func(p string) error {
+		if p == "" {
+			return nil
+		}
+		st, err := os.Stat(p)
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		if !st.IsDir() {
+			return fmt.Errorf("%s: %s is not a directory", what, p)
 		}
 		return nil
 	}
@@ -294,6 +318,38 @@ func Settings() []Setting {
 		{Key: "checker_key", Default: "", Commands: scoring, Set: to(func(c *Config) *string { return &c.Engine.CheckerKey }),
 			Usage: "ground-truth field holding a problem's checker (its code, or {\"code\", \"language\"}), run on each " +
 				"output with input.txt, output.txt, answer.txt; e.g. checker (default: none, as verl)"},
+		{Key: "images", Default: "", Commands: scoring,
+			Set: to(func(c *Config) *string { return &c.Images }, existingDir("images")),
+			Usage: "repository tasks: a directory of their images, OCI layouts (or one layout holding many) and docker " +
+				"save archives, found by the name a row gives (image, image_name, docker_image) or SWE-bench's naming"},
+		{Key: "image_store", Default: "", Commands: scoring, Set: to(func(c *Config) *string { return &c.ImageStore }),
+			Usage: "repository tasks: where images are unpacked, once each, shared by concurrent runs (default: the " +
+				"user's cache directory, verl-score/images)"},
+		{Key: "swe_timeout", Default: 1800.0, Commands: scoring, Set: func(c *Config, v any) error {
+			x := v.(float64)
+			if err := positive[float64]("swe_timeout")(x); err != nil {
+				return err
+			}
+			c.SWE.Timeout = time.Duration(x * float64(time.Second))
+			return nil
+		}, Usage: "repository tasks: seconds a rollout's apply and tests may take " +
+			"(SWE-bench's 1800); beyond, the outcome is timeout"},
+		{Key: "env_disk_mb", Default: 2048, Commands: scoring,
+			Set:   to(func(c *Config) *int { return &c.SWE.DiskMB }, positive[int]("env_disk_mb")),
+			Usage: "repository tasks: MB a rollout may write over its image (in memory: it counts in swe_memory_mb)"},
+		{Key: "swe_memory_mb", Default: 8192, Commands: scoring,
+			Set:   to(func(c *Config) *int { return &c.SWE.MemoryMB }, positive[int]("swe_memory_mb")),
+			Usage: "repository tasks: MB of memory a rollout's processes and written files may use together"},
+		{Key: "swe_rules", Default: "4.1.0", Commands: scoring, Set: parsed(func(c *Config, s string) error {
+			v, err := swe.ParseRulesVersion(s)
+			c.Engine.SWERules, c.SWE.Rules = swe.Rules{Version: v}, swe.Rules{Version: v}
+			return err
+		}), Usage: "repository tasks: the SWE-bench release whose rules apply and grade, 4.1.0 or 5 (docs/semantics.md)"},
+		{Key: "swe_reward", Default: score.SWERewardResolved, Commands: scoring,
+			Set: to(func(c *Config) *string { return &c.Engine.SWEReward },
+				oneOf("swe_reward", score.SWERewardResolved, score.SWERewardF2P, score.SWERewardPartial)),
+			Usage: "repository tasks' reward: resolved (1 or 0, as SWE-bench), f2p (the share of FAIL_TO_PASS tests " +
+				"that pass) or partial (SWE-bench's RESOLVED_PARTIAL scores that share)"},
 		{Key: "audit", Default: false, Commands: scoring, Set: to(func(c *Config) *bool { return &c.Engine.Audit }),
 			Usage: "probe every passing case for known loopholes (exit before the asserts, a fn_name function that raised, " +
 				"reading the answer from disk, a compared value equal to anything) and list flagged responses in the summary " +
@@ -646,7 +702,8 @@ func (l *Loader) Load() (*Config, error) {
 			return nil, &fileError{err}
 		}
 	}
-	c := &Config{Engine: score.DefaultOptions(), Reader: rollout.DefaultOptions(), Retry: sandboxclient.DefaultRetryPolicy()}
+	c := &Config{Engine: score.DefaultOptions(), Reader: rollout.DefaultOptions(), Retry: sandboxclient.DefaultRetryPolicy(),
+		SWE: sandbox.DefaultSWEOptions}
 	var errs []error
 	fileFault := false
 	for _, s := range Settings() {

@@ -24,6 +24,7 @@ func TestFingerprintCoversEveryOption(t *testing.T) {
 			"Window":        true,
 			"Cache":         true,
 			"CacheTimeouts": true,
+			"SWE":           true,
 		},
 		"rollout.Options": {
 			"RequireDataSource": true,
@@ -77,6 +78,8 @@ func TestFingerprintCoversEveryOption(t *testing.T) {
 						sf.SetInt(sf.Int() + 3)
 					case reflect.Float64:
 						sf.SetFloat(sf.Float() + 1.5)
+					case reflect.String:
+						sf.SetString(sf.String() + "x")
 					default:
 						t.Fatalf("%s.%s.%d: kind %s not handled by this test", name, f.Name, k, sf.Kind())
 					}

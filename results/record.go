@@ -49,6 +49,8 @@ type Response struct {
 	Crash string `json:"crash,omitempty"`
 	// Audit is what the audit's probes found (--audit).
 	Audit *score.Audit `json:"audit,omitempty"`
+	// SWE is a repository task's outcome (its texts cut as the cases').
+	SWE *score.SWEResult `json:"swe,omitempty"`
 }
 
 func (r *Row) RowResult() rollout.RowResult {

@@ -9,33 +9,12 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
+	"sync"
 
 	"github.com/verl-score/verl-score/sandbox/image"
 	"github.com/verl-score/verl-score/sandbox/jail"
 	"github.com/verl-score/verl-score/swe"
 )
-
-// SWEOptions are how rollouts of repository tasks run.
-type SWEOptions struct {
-	Rules swe.Rules
-	// Timeout bounds a rollout: the apply and the tests (SWE-bench's
-	// default, 1800 s).
-	Timeout time.Duration
-	// DiskMB caps what a rollout writes over its image.
-	DiskMB int
-	// MemoryMB bounds a rollout's processes together, its written files
-	// included (they are in memory).
-	MemoryMB int
-	// MaxLog is how much of the test log is kept (and parsed).
-	MaxLog int
-}
-
-// DefaultSWEOptions: SWE-bench's timeout; 2 GiB of writes; 8 GiB of
-// memory, which holds a test suite's processes (Django's and sympy's run in
-// one or two) beside a full disk cap; 16 MiB of log.
-var DefaultSWEOptions = SWEOptions{Rules: swe.DefaultRules, Timeout: 1800 * time.Second, DiskMB: 2048,
-	MemoryMB: 8192, MaxLog: 16 << 20}
 
 // SWE runs repository tasks' rollouts in their images with a Local.
 type SWE struct {
@@ -43,6 +22,38 @@ type SWE struct {
 	Catalog *image.Catalog
 	Store   *image.Store
 	Opts    SWEOptions
+
+	// what NewSWE opens on first use
+	once                sync.Once
+	imagesDir, storeDir string
+	openErr             error
+}
+
+// NewSWE is the runner of repository tasks over l. The images directory
+// and the store are opened when the first rollout needs them, so a run of
+// programs alone touches neither.
+func NewSWE(l *Local, imagesDir, storeDir string, opts SWEOptions) (*SWE, error) {
+	if l == nil {
+		return nil, errors.New("repository tasks need the embedded sandbox")
+	}
+	if storeDir == "" {
+		storeDir = DefaultImageStore()
+	}
+	return &SWE{Local: l, Opts: opts, imagesDir: imagesDir, storeDir: storeDir}, nil
+}
+
+func (s *SWE) open() error {
+	s.once.Do(func() {
+		if s.Store == nil {
+			if s.Store, s.openErr = image.OpenStore(s.storeDir); s.openErr != nil {
+				return
+			}
+		}
+		if s.Catalog == nil && s.imagesDir != "" {
+			s.Catalog, s.openErr = image.OpenCatalog(s.imagesDir)
+		}
+	})
+	return s.openErr
 }
 
 // Where a rollout's scripts and outputs live in its image.
@@ -57,6 +68,9 @@ const (
 // Environment is an instance's image, found and unpacked (once).
 func (s *SWE) Environment(inst *swe.Instance) (*image.Unpacked, error) {
 	ref := inst.ImageRef()
+	if err := s.open(); err != nil {
+		return nil, err
+	}
 	if s.Catalog == nil {
 		return nil, fmt.Errorf("image %s: no --images directory to find it in", ref)
 	}

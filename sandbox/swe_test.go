@@ -4,12 +4,10 @@ package sandbox
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,68 +16,15 @@ import (
 	"github.com/verl-score/verl-score/swe"
 )
 
-// The fixture repository: a package with a bug in add, a test of mul that
-// passes throughout, and a test patch that adds the test of add.
-const (
-	calcOps   = "def add(a, b):\n    # the sum of a and b\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
-	calcTests = "from calc.ops import add, mul\n\n\ndef test_mul():\n    assert mul(3, 4) == 12\n"
-	testPatch = "diff --git a/tests/test_ops.py b/tests/test_ops.py\n--- a/tests/test_ops.py\n+++ b/tests/test_ops.py\n" +
-		"@@ -3,3 +3,7 @@ from calc.ops import add, mul\n \n def test_mul():\n     assert mul(3, 4) == 12\n+\n+\n" +
-		"+def test_add():\n+    assert add(2, 3) == 5\n"
-	goldPatch = "diff --git a/calc/ops.py b/calc/ops.py\n--- a/calc/ops.py\n+++ b/calc/ops.py\n@@ -1,6 +1,6 @@\n" +
-		" def add(a, b):\n     # the sum of a and b\n-    return a - b\n+    return a + b\n \n \n def mul(a, b):\n"
-)
-
-var (
-	calcOnce sync.Once
-	calcRepo string
-	calcBase string
-	calcErr  string
-)
-
-// calcRepository makes the fixture repository with git, once.
-func calcRepository(t *testing.T) (dir, base string) {
-	calcOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "verl-score-calc-")
-		if err != nil {
-			calcErr = err.Error()
-			return
-		}
-		files := map[string]string{"calc/__init__.py": "", "calc/ops.py": calcOps, "tests/test_ops.py": calcTests,
-			"tests/__init__.py": "", "setup.cfg": "[metadata]\nname = calc\n"}
-		for n, body := range files {
-			p := filepath.Join(dir, n)
-			_ = os.MkdirAll(filepath.Dir(p), 0o755)
-			_ = os.WriteFile(p, []byte(body), 0o644)
-		}
-		for _, args := range [][]string{{"init", "-q"}, {"add", "."},
-			{"-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "base"}} {
-			if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
-				calcErr = string(out)
-				return
-			}
-		}
-		out, _ := exec.Command("git", "-C", dir, "rev-parse", "HEAD").Output()
-		calcRepo, calcBase = dir, strings.TrimSpace(string(out))
-	})
-	if calcErr != "" {
-		t.Fatal(calcErr)
-	}
-	return calcRepo, calcBase
-}
-
 // sweFixture is the SWE runner over an --images directory holding the
 // fixture's image (the Debian base, the repository at /testbed) as a
 // docker save archive.
 func sweFixture(t *testing.T) (*SWE, *swe.Instance) {
 	t.Helper()
 	l := containedSandbox(t)
-	rootfs := imagetest.BaseRootfs(t)
-	repo, base := calcRepository(t)
-	img := imagetest.Image(t, []string{"PATH=/usr/local/bin:/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE=1"}, "/testbed",
-		imagetest.DirLayer(t, rootfs), imagetest.DirLayerAt(t, repo, "testbed"))
+	calc := imagetest.CalcFixture(t)
 	dir := t.TempDir()
-	imagetest.WriteArchive(t, filepath.Join(dir, "calc.tar"), "swebench/sweb.eval.x86_64.fixture_1776_calc-1:latest", img)
+	imagetest.WriteArchive(t, filepath.Join(dir, "calc.tar"), imagetest.CalcRef, calc.Image)
 	cat, err := image.OpenCatalog(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -90,10 +35,24 @@ func sweFixture(t *testing.T) (*SWE, *swe.Instance) {
 	}
 	opts := DefaultSWEOptions
 	opts.Timeout, opts.DiskMB, opts.MemoryMB = 60*time.Second, 256, 2048
-	inst := &swe.Instance{InstanceID: "fixture__calc-1", Repo: "fixture/calc", BaseCommit: base, TestPatch: testPatch,
-		FailToPass: []string{"tests/test_ops.py::test_add"}, PassToPass: []string{"tests/test_ops.py::test_mul"},
-		WorkDir: "/testbed", Install: &swe.InstallConfig{TestCmd: []string{"pytest -rA"}, LogParser: "parse_log_pytest"}}
+	inst, err := swe.ParseInstance(jsonRoundTrip(t, calc.Instance()))
+	if err != nil {
+		t.Fatal(err)
+	}
 	return &SWE{Local: l, Catalog: cat, Store: store, Opts: opts}, inst
+}
+
+// jsonRoundTrip is v as a ground truth read from JSON.
+func jsonRoundTrip(t *testing.T, v any) map[string]any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 func diffOf(file, old, new string) string {
@@ -119,7 +78,7 @@ func hunk(old, new string) string {
 // each outcome from a real run of git, patch and pytest.
 func TestSWEOutcomes(t *testing.T) {
 	s, inst := sweFixture(t)
-	broken := strings.Replace(calcOps, "return a - b", "return a + b", 1)
+	broken := strings.Replace(imagetest.CalcOps, "return a - b", "return a + b", 1)
 	broken = strings.Replace(broken, "return a * b", "return a + b", 1)
 	fuzzy := "--- a/calc/ops.py\n+++ b/calc/ops.py\n@@ -1,3 +1,3 @@\n def add(a, b):\n     # adds a and b\n" +
 		"-    return a - b\n+    return a + b\n"
@@ -132,21 +91,21 @@ func TestSWEOutcomes(t *testing.T) {
 		flag, by             string
 		timeout              time.Duration
 	}{
-		{name: "the fix", response: "```diff\n" + goldPatch + "```", kind: swe.Resolved, by: "git apply --verbose"},
-		{name: "a wrong fix", response: diffOf("calc/ops.py", calcOps, strings.Replace(calcOps, "a - b", "a * b", 1)),
+		{name: "the fix", response: "```diff\n" + imagetest.CalcGoldPatch + "```", kind: swe.Resolved, by: "git apply --verbose"},
+		{name: "a wrong fix", response: diffOf("calc/ops.py", imagetest.CalcOps, strings.Replace(imagetest.CalcOps, "a - b", "a * b", 1)),
 			kind: swe.TestsFailed},
-		{name: "a fix that breaks a passing test", response: diffOf("calc/ops.py", calcOps, broken), kind: swe.TestsFailed},
+		{name: "a fix that breaks a passing test", response: diffOf("calc/ops.py", imagetest.CalcOps, broken), kind: swe.TestsFailed},
 		{name: "a patch that does not apply", response: diffOf("calc/ops.py", "def nothing():\n    pass\n", "x = 1\n"),
 			kind: swe.PatchApplyFailed},
 		{name: "a patch only patch --fuzz applies", response: fuzzy, kind: swe.Resolved, by: "patch --batch --fuzz=5"},
-		{name: "a patch that edits the tests", response: diffOf("tests/test_ops.py", calcTests, cheat),
+		{name: "a patch that edits the tests", response: diffOf("tests/test_ops.py", imagetest.CalcTests, cheat),
 			kind: swe.TestsFailed, flag: swe.FlagTestFile},
 		{name: "a patch that breaks collection",
-			response: diffOf("calc/ops.py", calcOps, "def add(a, b)\n    return a + b\n"), kind: swe.TestsFailed},
-		{name: "a hang", response: diffOf("calc/ops.py", calcOps,
+			response: diffOf("calc/ops.py", imagetest.CalcOps, "def add(a, b)\n    return a + b\n"), kind: swe.TestsFailed},
+		{name: "a hang", response: diffOf("calc/ops.py", imagetest.CalcOps,
 			"def add(a, b):\n    while True:\n        pass\n\n\ndef mul(a, b):\n    return a * b\n"),
 			kind: swe.Timeout, timeout: 8 * time.Second},
-		{name: "a patch inside prose", response: "The bug is in add. Here is my change:\n\n" + goldPatch +
+		{name: "a patch inside prose", response: "The bug is in add. Here is my change:\n\n" + imagetest.CalcGoldPatch +
 			"\nThis makes add return the sum.", kind: swe.Resolved},
 		{name: "a conftest that passes every test", response: conftest, kind: swe.Resolved, flag: swe.FlagConftest},
 	} {
@@ -159,11 +118,11 @@ func TestSWEOutcomes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := *s
+			run := &SWE{Local: s.Local, Catalog: s.Catalog, Store: s.Store, Opts: s.Opts}
 			if tt.timeout > 0 {
-				s.Opts.Timeout = tt.timeout
+				run.Opts.Timeout = tt.timeout
 			}
-			o := s.Evaluate(context.Background(), inst, plan, patch)
+			o := run.Evaluate(context.Background(), inst, plan, patch)
 			if o.Kind != tt.kind {
 				t.Errorf("%s (%s), want %s\napply:\n%s\nlog:\n%s", o.Kind, o.Why, tt.kind, o.ApplyOutput, o.Log)
 			}

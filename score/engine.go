@@ -17,6 +17,7 @@ import (
 	"github.com/verl-score/verl-score/judge"
 	langs "github.com/verl-score/verl-score/sandbox/lang"
 	"github.com/verl-score/verl-score/sandboxclient"
+	"github.com/verl-score/verl-score/swe"
 	"github.com/verl-score/verl-score/testcases"
 	"github.com/verl-score/verl-score/text"
 	"github.com/verl-score/verl-score/verdict"
@@ -118,6 +119,13 @@ type Options struct {
 	// emitted); it keeps memory flat however long the input is. Default
 	// 4*MaxConcurrent, at least 64.
 	Window int `fingerprint:"-"`
+	// SWE runs the rollouts of repository tasks; nil: they are
+	// infrastructure errors (the remote sandbox has no repository tasks).
+	SWE SWERunner `fingerprint:"-"`
+	// SWERules are the SWE-bench release whose rules grade them.
+	SWERules swe.Rules
+	// SWEReward is their reward: SWERewardResolved ("" too), F2P, Partial.
+	SWEReward string
 }
 
 // DefaultOptions are verl's defaults.
@@ -151,6 +159,11 @@ type Truth struct {
 	once sync.Once
 	set  *testcases.Set
 	err  error
+	// an SWE instance, when the truth is one (swe.go)
+	sweOnce sync.Once
+	isSWE   bool
+	swe     *swe.Instance
+	sweErr  error
 }
 
 // ParseTruth returns raw as a Truth, to be parsed once when first used.
@@ -217,6 +230,8 @@ type Result struct {
 	// Aborted is set when the context was cancelled while cases were in
 	// flight: the verdicts are incomplete and must not be kept.
 	Aborted bool
+	// SWE is a repository task's outcome, for such a solution.
+	SWE *SWEResult
 }
 
 // Verdicts returns the verdict codes of r's cases.
@@ -396,6 +411,7 @@ type solState struct {
 	refOut   []*string // per case, the reference program's output (Set.Reference)
 	done     chan struct{}
 	finished bool
+	swe      *sweState // a repository task's rollout (swe.go)
 }
 
 // Run scores every solution received from in and calls emit with each
@@ -501,6 +517,13 @@ func (e *Engine) start(sol Solution) *solState {
 		close(st.done)
 		return st
 	}
+	truth := sol.Truth
+	if truth == nil {
+		truth = ParseTruth(sol.GroundTruth)
+	}
+	if inst, isSWE, err := truth.instance(); isSWE {
+		return e.startSWE(st, sol, inst, err)
+	}
 	code, tag, ok := testcases.Extract(sol.Completion, e.opts.Extract)
 	lang := sol.Language
 	if lang == "" {
@@ -516,10 +539,6 @@ func (e *Engine) start(sol Solution) *solState {
 		st.finished = true
 		close(st.done)
 		return st
-	}
-	truth := sol.Truth
-	if truth == nil {
-		truth = ParseTruth(sol.GroundTruth)
 	}
 	set, err := truth.parsed(e.opts.CheckerKey)
 	if err != nil {
@@ -563,6 +582,12 @@ func (e *Engine) start(sol Solution) *solState {
 // request.
 func (e *Engine) dispatch(ctx, reqCtx context.Context, st *solState) {
 	defer e.waitAndFinish(ctx, st)
+	if st.swe != nil {
+		if !st.finished {
+			e.dispatchSWE(ctx, reqCtx, st)
+		}
+		return
+	}
 	if st.set == nil || st.set.Mismatch || len(st.set.Cases) == 0 {
 		return
 	}
@@ -683,6 +708,11 @@ func (e *Engine) settle(st *solState) bool {
 		return false
 	}
 	st.finished = true
+	if st.swe != nil {
+		st.res.Score = e.sweScore(st.swe.res)
+		st.res.ScoreExact = st.res.Score
+		return true
+	}
 	cases := st.res.Cases
 	k := -1 // smallest index with a -4 verdict among the cases that have one
 	for i := range cases {

@@ -1,0 +1,153 @@
+//go:build linux
+
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+
+	"github.com/verl-score/verl-score/sandbox/image/imagetest"
+)
+
+// sweDataset writes a dataset of the calc fixture's rollouts (verl rows,
+// the instance as a JSON-string ground truth) and an --images directory
+// holding its image as an OCI layout.
+func sweDataset(t *testing.T, rows [][]string, truth func(map[string]any)) (in, images string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("the SWE tests need root")
+		}
+		t.Skip("SKIPPED LOUDLY: the SWE tests need root")
+	}
+	calc := imagetest.CalcFixture(t)
+	images = t.TempDir()
+	p, err := layout.Write(filepath.Join(images, "calc"), empty.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.AppendImage(calc.Image, layout.WithAnnotations(map[string]string{
+		"org.opencontainers.image.ref.name": imagetest.CalcRef})); err != nil {
+		t.Fatal(err)
+	}
+	inst := calc.Instance()
+	if truth != nil {
+		truth(inst)
+	}
+	gt, _ := json.Marshal(inst)
+	var b strings.Builder
+	for _, responses := range rows {
+		row, _ := json.Marshal(map[string]any{"data_source": "swe-fixture", "responses": responses,
+			"reward_model": map[string]any{"ground_truth": string(gt)}})
+		b.Write(row)
+		b.WriteByte('\n')
+	}
+	in = writeFile(t, t.TempDir(), "swe.jsonl", b.String())
+	return in, images
+}
+
+func readJSONL(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// TestRunScoresSWERows: run on SWE rows with the embedded sandbox, end to
+// end: the rewards (resolved 1, else 0), the verdict per test, the
+// outcomes in the cases, a resume that redoes nothing, and check, show and
+// report on the output.
+func TestRunScoresSWERows(t *testing.T) {
+	wrong := strings.Replace(imagetest.CalcGoldPatch, "+    return a + b", "+    return a * b", 1)
+	in, images := sweDataset(t, [][]string{
+		{"```diff\n" + imagetest.CalcGoldPatch + "```", "```diff\n" + wrong + "```", "I cannot fix this."},
+		{"Here:\n" + imagetest.CalcGoldPatch},
+	}, nil)
+	dir := t.TempDir()
+	out, cases := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "cases.jsonl")
+	code, _, stderr := run(context.Background(), "run", in, "-o", out, "--cases-out", cases, "-q", "--images", images,
+		"--image-store", filepath.Join(imagetest.CacheDir(), "store"))
+	if code != ExitOK {
+		t.Fatalf("run: exit %d\n%s", code, stderr)
+	}
+	rows := readJSONL(t, out)
+	want := [][]float64{{1, 0, 0}, {1}}
+	for i, r := range rows {
+		got, _ := json.Marshal(r["reward"])
+		w, _ := json.Marshal(want[i])
+		if string(got) != string(w) {
+			t.Errorf("row %d: rewards %s, want %s (case_results %v, errors %v)", i, got, w, r["case_results"],
+				r["reward_error"])
+		}
+	}
+	if got, _ := json.Marshal(rows[0]["case_results"]); string(got) != "[[true,true],[false,true],[false,false]]" {
+		t.Errorf("case_results %s", got)
+	}
+	if got, _ := json.Marshal(rows[0]["case_status"]); !strings.Contains(string(got), "patch_missing") ||
+		!strings.Contains(string(got), "swe_passed") {
+		t.Errorf("case_status %s", got)
+	}
+	if errs, _ := json.Marshal(rows[0]["reward_error"]); !strings.Contains(string(errs), "patch_missing") {
+		t.Errorf("reward_error %s", errs)
+	}
+	cs := readJSONL(t, cases)
+	var sawTest bool
+	for _, c := range cs[1:] {
+		if c["input"] == "tests/test_ops.py::test_add" && c["expected_output"] == "FAIL_TO_PASS" {
+			sawTest = true
+		}
+	}
+	if !sawTest {
+		t.Errorf("the cases do not name the tests: %v", cs[1])
+	}
+	// show, check and report read it
+	if code, stdout, stderr := run(context.Background(), "show", out, "--cases", cases); code != ExitOK ||
+		!strings.Contains(stdout, "test_add") {
+		t.Errorf("show: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if code, _, stderr := run(context.Background(), "report", out, "--cases", cases, "-o",
+		filepath.Join(dir, "r.html")); code != ExitOK {
+		t.Errorf("report: exit %d\n%s", code, stderr)
+	}
+	if code, stdout, stderr := run(context.Background(), "check", in, "--baseline", out, "-q", "--images", images, "--image-store",
+		filepath.Join(imagetest.CacheDir(), "store")); code != ExitOK {
+		t.Errorf("check: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+}
+
+// TestSWEEnvironmentErrorIsNotTheModels: an image that is not there is an
+// infrastructure error (-1, reward_error naming the image), not a 0.
+func TestSWEEnvironmentErrorIsNotTheModels(t *testing.T) {
+	in, images := sweDataset(t, [][]string{{imagetest.CalcGoldPatch}}, func(m map[string]any) {
+		m["image"] = "registry.example/nowhere:1"
+	})
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	code, _, stderr := run(context.Background(), "run", in, "-o", out, "-q", "--images", images, "--image-store",
+		filepath.Join(imagetest.CacheDir(), "store"))
+	if code == ExitOK {
+		t.Errorf("every response an infrastructure error, and run exits 0")
+	}
+	rows := readJSONL(t, out)
+	cr, _ := json.Marshal(rows[0]["case_results"])
+	if string(cr) != "[[-1,-1]]" || !strings.Contains(stderr, "registry.example/nowhere:1") ||
+		!strings.Contains(stderr, "environment_error") || !strings.Contains(stderr, "infrastructure") {
+		t.Errorf("case_results %s\n%s", cr, stderr)
+	}
+}
