@@ -27,8 +27,9 @@ func TestPackageDependencies(t *testing.T) {
 		"toolcall":      {"score", "job", "rollout", "check", "feed"},
 		"results":       {"job", "check", "report", "progress", "feed", "cmd", "sandbox"},
 		// the SWE rules and the image store run nothing of the engine's
-		"swe":           {"sandbox", "score", "job", "feed", "rollout", "cmd", "sandboxclient"},
-		"sandbox/image": {"sandbox", "sandbox/jail", "score", "job", "feed", "rollout", "cmd"},
+		"swe":            {"sandbox", "score", "job", "feed", "rollout", "cmd", "sandboxclient"},
+		"sandbox/image":  {"sandbox", "sandbox/jail", "score", "job", "feed", "rollout", "cmd"},
+		"sandbox/swerun": {"sandbox", "score", "job", "feed", "rollout", "cmd"},
 	}
 	for pkg, not := range forbidden {
 		out, err := exec.Command("go", "list", "-deps", "./"+pkg).Output()

@@ -3,15 +3,15 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"time"
 
 	"github.com/verl-score/verl-score/sandbox/image/imagetest"
 )
@@ -28,15 +28,7 @@ func sweDataset(t *testing.T, rows [][]string, truth func(map[string]any)) (in, 
 		t.Skip("SKIPPED LOUDLY: the SWE tests need root")
 	}
 	calc := imagetest.CalcFixture(t)
-	images = t.TempDir()
-	p, err := layout.Write(filepath.Join(images, "calc"), empty.Index)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.AppendImage(calc.Image, layout.WithAnnotations(map[string]string{
-		"org.opencontainers.image.ref.name": imagetest.CalcRef})); err != nil {
-		t.Fatal(err)
-	}
+	images = imagetest.CalcImages(t)
 	inst := calc.Instance()
 	if truth != nil {
 		truth(inst)
@@ -149,5 +141,104 @@ func TestSWEEnvironmentErrorIsNotTheModels(t *testing.T) {
 	if string(cr) != "[[-1,-1]]" || !strings.Contains(stderr, "registry.example/nowhere:1") ||
 		!strings.Contains(stderr, "environment_error") || !strings.Contains(stderr, "infrastructure") {
 		t.Errorf("case_results %s\n%s", cr, stderr)
+	}
+}
+
+// TestSWEShardsMergeAndResume: SWE rows sharded and merged give the
+// unsharded output byte for byte; a run stopped after its first row
+// resumes without running that row again and ends with the same output.
+func TestSWEShardsMergeAndResume(t *testing.T) {
+	wrong := strings.Replace(imagetest.CalcGoldPatch, "+    return a + b", "+    return a * b", 1)
+	in, images := sweDataset(t, [][]string{
+		{imagetest.CalcGoldPatch}, {wrong}, {"no patch here"}, {"```diff\n" + imagetest.CalcGoldPatch + "```"},
+	}, nil)
+	store := filepath.Join(imagetest.CacheDir(), "store")
+	dir := t.TempDir()
+	whole := filepath.Join(dir, "whole.jsonl")
+	if code, _, stderr := run(context.Background(), "run", in, "-o", whole, "-q", "--images", images,
+		"--image-store", store); code != ExitOK {
+		t.Fatalf("run: exit %d\n%s", code, stderr)
+	}
+	var outs []string
+	for k := range 2 {
+		out := filepath.Join(dir, fmt.Sprintf("s%d.jsonl", k))
+		if code, _, stderr := run(context.Background(), "run", in, "-o", out, "-q", "--shard", fmt.Sprintf("%d/2", k),
+			"--images", images, "--image-store", store); code != ExitOK {
+			t.Fatalf("shard %d: exit %d\n%s", k, code, stderr)
+		}
+		outs = append(outs, out)
+	}
+	merged := filepath.Join(dir, "merged.jsonl")
+	if code, _, stderr := run(context.Background(), "merge", merged, outs[1], outs[0]); code != ExitOK {
+		t.Fatalf("merge: exit %d\n%s", code, stderr)
+	}
+	a, _ := os.ReadFile(whole)
+	b, _ := os.ReadFile(merged)
+	if !bytes.Equal(a, b) {
+		t.Errorf("merged shards differ from the whole run:\n%s\n%s", a, b)
+	}
+	// stopped once the first row is in the journal
+	out := filepath.Join(dir, "stopped.jsonl")
+	interrupt := make(chan struct{})
+	go func() {
+		for {
+			if j, err := os.ReadFile(out + ".journal"); err == nil && bytes.Count(j, []byte("\n")) >= 2 {
+				close(interrupt)
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	var errb bytes.Buffer
+	code := Run(context.Background(), []string{"run", in, "-o", out, "-q", "--images", images, "--image-store", store,
+		"--local-concurrency", "1", "--max-concurrent", "1"},
+		Streams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &errb, Interrupt: interrupt})
+	if code != ExitInterrupted {
+		t.Fatalf("stopped run: exit %d\n%s", code, errb.String())
+	}
+	sumPath := filepath.Join(dir, "summary.json")
+	code, _, stderr := run(context.Background(), "run", in, "-o", out, "--resume", "-q", "--images", images,
+		"--image-store", store, "--summary", sumPath)
+	if code != ExitOK {
+		t.Fatalf("resume: exit %d\n%s", code, stderr)
+	}
+	c, _ := os.ReadFile(out)
+	if !bytes.Equal(a, c) {
+		t.Errorf("the resumed output differs from the whole run's:\n%s\n%s", a, c)
+	}
+	var sum struct {
+		Resumed int `json:"rows_resumed"`
+	}
+	sb, _ := os.ReadFile(sumPath)
+	if err := json.Unmarshal(sb, &sum); err != nil {
+		t.Fatal(err)
+	}
+	// the rows the stopped run finished are taken from the journal, not run
+	if sum.Resumed < 1 || sum.Resumed > 3 {
+		t.Errorf("resumed %d rows: %s", sum.Resumed, sb)
+	}
+}
+
+// TestSWEAuditFail: a conftest.py that passes every test is resolved under
+// SWE-bench's rules (reward 1, flagged); --audit --audit-fail scores it 0.
+func TestSWEAuditFail(t *testing.T) {
+	conftest := "diff --git a/conftest.py b/conftest.py\nnew file mode 100644\n--- /dev/null\n+++ b/conftest.py\n" +
+		"@@ -0,0 +1,6 @@\n+import pytest\n+\n+\n+@pytest.hookimpl(hookwrapper=True)\n" +
+		"+def pytest_runtest_makereport(item, call):\n+    (yield).get_result().outcome = \"passed\"\n"
+	in, images := sweDataset(t, [][]string{{conftest}}, nil)
+	store := filepath.Join(imagetest.CacheDir(), "store")
+	for _, tt := range []struct {
+		flags  []string
+		reward string
+	}{{nil, "[1]"}, {[]string{"--audit", "--audit-fail"}, "[0]"}} {
+		out := filepath.Join(t.TempDir(), "out.jsonl")
+		args := append([]string{"run", in, "-o", out, "-q", "--images", images, "--image-store", store}, tt.flags...)
+		if code, _, stderr := run(context.Background(), args...); code != ExitOK {
+			t.Fatalf("%v: exit %d\n%s", tt.flags, code, stderr)
+		}
+		got, _ := json.Marshal(readJSONL(t, out)[0]["reward"])
+		if string(got) != tt.reward {
+			t.Errorf("%v: reward %s, want %s", tt.flags, got, tt.reward)
+		}
 	}
 }

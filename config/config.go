@@ -26,6 +26,7 @@ import (
 	"github.com/verl-score/verl-score/results"
 	"github.com/verl-score/verl-score/rollout"
 	"github.com/verl-score/verl-score/sandbox"
+	"github.com/verl-score/verl-score/sandbox/swerun"
 	"github.com/verl-score/verl-score/sandboxclient"
 	"github.com/verl-score/verl-score/score"
 	"github.com/verl-score/verl-score/server"
@@ -63,7 +64,7 @@ type Config struct {
 	// and unpacked; SWE is how their rollouts run.
 	Images     string
 	ImageStore string
-	SWE        sandbox.SWEOptions
+	SWE        swerun.Options
 
 	// Job holds run's settings of the job (data_source, infra_errors,
 	// pass_k, cases_out_max_text); the command adds the paths and streams.
@@ -703,7 +704,7 @@ func (l *Loader) Load() (*Config, error) {
 		}
 	}
 	c := &Config{Engine: score.DefaultOptions(), Reader: rollout.DefaultOptions(), Retry: sandboxclient.DefaultRetryPolicy(),
-		SWE: sandbox.DefaultSWEOptions}
+		SWE: swerun.DefaultOptions}
 	var errs []error
 	fileFault := false
 	for _, s := range Settings() {

@@ -13,27 +13,38 @@ import (
 	"github.com/verl-score/verl-score/sandbox/image"
 	"github.com/verl-score/verl-score/sandbox/image/imagetest"
 	"github.com/verl-score/verl-score/sandbox/jail"
+	"github.com/verl-score/verl-score/sandbox/swerun"
 )
 
-// baseImage is the test image's base unpacked into the tests' store.
+// baseImage is the test image (the calc fixture's: the Debian base with a
+// repository at /testbed) unpacked into the tests' store.
 func baseImage(t *testing.T) *image.Unpacked {
 	t.Helper()
-	rootfs := imagetest.BaseRootfs(t)
+	cat, err := image.OpenCatalog(imagetest.CalcImages(t))
+	if err != nil {
+		t.Fatal(err)
+	}
 	store, err := image.OpenStore(filepath.Join(imagetest.CacheDir(), "store"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	img := imagetest.Image(t, []string{"PATH=/usr/local/bin:/usr/bin:/bin"}, "/testbed",
-		imagetest.DirLayer(t, rootfs), imagetest.FilesLayer(t, map[string]string{"testbed/README": "fixture\n"}))
-	u, err := store.Unpack(img, []string{"verl-score-test/base"}, "imagetest", nil)
+	e, err := cat.Find(imagetest.CalcRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := e.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := store.Unpack(img, e.Names, e.Where, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return u
 }
 
-func imageStep(u *image.Unpacked, script string) ImageStep {
-	return ImageStep{
+func imageStep(u *image.Unpacked, script string) swerun.ImageStep {
+	return swerun.ImageStep{
 		Root:    jail.ImageRoot{Lower: u.Root, UpperMB: 64, IDBase: image.IDBase, IDRange: image.IDRange},
 		Argv:    []string{"/bin/bash", "-c", script},
 		Dir:     "/testbed",
@@ -58,7 +69,7 @@ echo "uid=$(id -u) gid=$(id -g)"
 cat /etc/debian_version >/dev/null && echo debian
 python3 -c 'import pytest, sys; print("pytest", pytest.__version__)'
 git --version | cut -d' ' -f1-2
-cat README
+cat calc/ops.py | head -1
 test -e ` + marker + ` && echo HOST-VISIBLE || echo host-hidden
 test -e /work && echo WORK-VISIBLE || echo no-work
 ls /proc | grep -E '^[0-9]+$' | wc -l | sed 's/^/procs=/'
@@ -77,13 +88,13 @@ mount -t tmpfs none /mnt 2>/dev/null && echo MOUNTED || echo no-mount
 dd if=/dev/zero of=/testbed/big bs=1M count=200 2>&1 | grep -o 'No space left on device'
 df -m / | tail -1 | awk '{print "root-size", $2}'
 `
-	res, err := l.RunInImage(context.Background(), imageStep(u, probe))
+	res, err := swerun.RunInImage(context.Background(), l.j, imageStep(u, probe))
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := res.Stdout
 	t.Logf("%s", out)
-	for _, want := range []string{"uid=0 gid=0", "debian", "pytest 7.", "git version", "fixture", "host-hidden",
+	for _, want := range []string{"uid=0 gid=0", "debian", "pytest 7.", "git version", "def add(a, b):", "host-hidden",
 		"no-work", "no-network", "patched", "etc-writable", "proc-safe", "no-mount", "No space left on device"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("want %q in the output", want)
@@ -103,7 +114,7 @@ df -m / | tail -1 | awk '{print "root-size", $2}'
 	if _, err := os.Stat(filepath.Join(u.Root, "testbed/new.txt")); !os.IsNotExist(err) {
 		t.Errorf("the step wrote into the image: %v", err)
 	}
-	res, err = l.RunInImage(context.Background(), imageStep(u, "ls /testbed; test -e /etc/written && echo LEFT"))
+	res, err = swerun.RunInImage(context.Background(), l.j, imageStep(u, "ls /testbed; test -e /etc/written && echo LEFT"))
 	if err != nil {
 		t.Fatal(err)
 	}

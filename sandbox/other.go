@@ -8,8 +8,8 @@ import (
 
 	"github.com/verl-score/verl-score/sandbox/lang"
 	"github.com/verl-score/verl-score/sandbox/seccomp"
+	"github.com/verl-score/verl-score/sandbox/swerun"
 	"github.com/verl-score/verl-score/sandboxclient"
-	"github.com/verl-score/verl-score/swe"
 )
 
 // ErrNeedsLinux is New's error where the embedded sandbox cannot run.
@@ -67,13 +67,7 @@ func Languages() []Protection {
 	return out
 }
 
-// SWE runs no repository task here.
-type SWE struct{}
-
-// Evaluate is never called: NewSWE returns no SWE here.
-func (*SWE) Evaluate(context.Context, *swe.Instance, *swe.Plan, string) *swe.Outcome {
-	return &swe.Outcome{Kind: swe.SandboxError, Why: ErrNeedsLinux.Error(), ExitCode: -1}
-}
-
 // NewSWE says that repository tasks need Linux.
-func NewSWE(*Local, string, string, SWEOptions) (*SWE, error) { return nil, ErrNeedsLinux }
+func NewSWE(*Local, string, string, swerun.Options) (*swerun.Runner, error) {
+	return nil, ErrNeedsLinux
+}

@@ -13,19 +13,18 @@ import (
 
 	"github.com/verl-score/verl-score/sandbox/image"
 	"github.com/verl-score/verl-score/sandbox/image/imagetest"
+	"github.com/verl-score/verl-score/sandbox/swerun"
 	"github.com/verl-score/verl-score/swe"
 )
 
 // sweFixture is the SWE runner over an --images directory holding the
 // fixture's image (the Debian base, the repository at /testbed) as a
 // docker save archive.
-func sweFixture(t *testing.T) (*SWE, *swe.Instance) {
+func sweFixture(t *testing.T) (*swerun.Runner, *swe.Instance) {
 	t.Helper()
 	l := containedSandbox(t)
 	calc := imagetest.CalcFixture(t)
-	dir := t.TempDir()
-	imagetest.WriteArchive(t, filepath.Join(dir, "calc.tar"), imagetest.CalcRef, calc.Image)
-	cat, err := image.OpenCatalog(dir)
+	cat, err := image.OpenCatalog(imagetest.CalcImages(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,13 +32,15 @@ func sweFixture(t *testing.T) (*SWE, *swe.Instance) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := DefaultSWEOptions
+	opts := swerun.DefaultOptions
 	opts.Timeout, opts.DiskMB, opts.MemoryMB = 60*time.Second, 256, 2048
-	inst, err := swe.ParseInstance(jsonRoundTrip(t, calc.Instance()))
+	gt := calc.Instance()
+	gt["image"] = "fixture/calc-archive:1" // the docker save archive's name; run's tests read the layout
+	inst, err := swe.ParseInstance(jsonRoundTrip(t, gt))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &SWE{Local: l, Catalog: cat, Store: store, Opts: opts}, inst
+	return &swerun.Runner{Jail: l.j, Catalog: cat, Store: store, Opts: opts}, inst
 }
 
 // jsonRoundTrip is v as a ground truth read from JSON.
@@ -118,7 +119,7 @@ func TestSWEOutcomes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			run := &SWE{Local: s.Local, Catalog: s.Catalog, Store: s.Store, Opts: s.Opts}
+			run := &swerun.Runner{Jail: s.Jail, Catalog: s.Catalog, Store: s.Store, Opts: s.Opts}
 			if tt.timeout > 0 {
 				run.Opts.Timeout = tt.timeout
 			}

@@ -235,6 +235,9 @@ func (e *Engine) sweScore(r *SWEResult) float64 {
 	if r == nil {
 		return 0
 	}
+	if e.opts.Audit && e.opts.AuditFail && len(r.Flags) > 0 {
+		return 0 // the stricter rule: a flagged patch earns nothing
+	}
 	f2p := 1.0
 	if r.F2PTotal > 0 {
 		f2p = float64(r.F2PPassed) / float64(r.F2PTotal)

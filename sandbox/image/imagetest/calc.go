@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 )
 
 // The calc fixture: a repository task written for the tests. The package
@@ -29,11 +31,18 @@ const (
 	CalcRef = "swebench/sweb.eval.x86_64.fixture_1776_calc-1:latest"
 )
 
-// Calc is the fixture: its image (the Debian base, the repository at
-// /testbed) and the repository's base commit.
+// Calc is the fixture: its repository's base commit, and its image (the
+// Debian base, the repository at /testbed).
 type Calc struct {
-	Image      v1.Image
 	BaseCommit string
+	rootfs     string
+}
+
+// Image is the fixture's image. Its layers' digests take seconds to
+// compute (the base is hundreds of MB): tests read CalcImages instead.
+func (c *Calc) Image(t testing.TB) v1.Image {
+	return Image(t, []string{"PATH=/usr/local/bin:/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE=1"}, "/testbed",
+		DirLayer(t, c.rootfs), DirLayerAt(t, calcRepo, "testbed"))
 }
 
 var (
@@ -61,9 +70,13 @@ func CalcFixture(t testing.TB) *Calc {
 			_ = os.MkdirAll(filepath.Dir(p), 0o755)
 			_ = os.WriteFile(p, []byte(body), 0o644)
 		}
-		for _, args := range [][]string{{"init", "-q"}, {"add", "."},
-			{"-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "base"}} {
-			if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+		for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "."},
+			{"-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "base"}, {"gc", "-q"}} {
+			cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+			// the same commit every time: its image is built once per machine
+			cmd.Env = append(os.Environ(), "GIT_AUTHOR_DATE=2024-01-01T00:00:00Z",
+				"GIT_COMMITTER_DATE=2024-01-01T00:00:00Z")
+			if out, err := cmd.CombinedOutput(); err != nil {
 				calcErr = string(out)
 				return
 			}
@@ -74,9 +87,50 @@ func CalcFixture(t testing.TB) *Calc {
 	if calcErr != "" {
 		t.Fatal(calcErr)
 	}
-	img := Image(t, []string{"PATH=/usr/local/bin:/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE=1"}, "/testbed",
-		DirLayer(t, rootfs), DirLayerAt(t, calcRepo, "testbed"))
-	return &Calc{Image: img, BaseCommit: calcBase}
+	return &Calc{BaseCommit: calcBase, rootfs: rootfs}
+}
+
+// CalcImages is an --images directory holding the fixture's image as an
+// OCI layout named CalcRef, and as a docker save archive beside it, written
+// once per machine into the cache (an image of the base takes seconds to
+// compress): tests read it, never write it.
+func CalcImages(t testing.TB) string {
+	t.Helper()
+	c := CalcFixture(t)
+	// the commit is the same every time (fixed dates), so it names the
+	// repository's contents
+	dir := filepath.Join(CacheDir(), "images-"+recipe+"-"+c.BaseCommit[:12])
+	if _, err := os.Stat(filepath.Join(dir, "calc.tar")); err == nil {
+		return dir
+	}
+	unlock := lockCache(t, "images")
+	defer unlock()
+	if _, err := os.Stat(filepath.Join(dir, "calc.tar")); err == nil {
+		return dir // another test process wrote it meanwhile
+	}
+	tmp := dir + ".tmp"
+	_ = os.RemoveAll(tmp)
+	p, err := layout.Write(filepath.Join(tmp, "calc"), empty.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := c.Image(t)
+	if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{
+		"org.opencontainers.image.ref.name": CalcRef})); err != nil {
+		t.Fatal(err)
+	}
+	// the archive from the layout's image: its layers compressed already
+	h, _ := img.Digest()
+	li, err := p.Image(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	WriteArchive(t, filepath.Join(tmp, "calc.tar"), "fixture/calc-archive:1", li)
+	_ = os.RemoveAll(dir)
+	if err := os.Rename(tmp, dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // Instance is the fixture's SWE instance as a ground truth (SWE-bench's

@@ -10,6 +10,7 @@ package imagetest
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"io"
 	"io/fs"
 	"os"
@@ -66,14 +67,8 @@ func BaseRootfs(t testing.TB) string {
 	if err := os.MkdirAll(CacheDir(), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	lock, err := os.OpenFile(filepath.Join(CacheDir(), recipe+".lock"), os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		t.Fatal(err)
-	}
+	unlock := lockCache(t, recipe)
+	defer unlock()
 	if _, err := os.Stat(filepath.Join(dir, "usr/bin/python3")); err == nil {
 		return dir // another test process built it meanwhile
 	}
@@ -101,6 +96,22 @@ func BaseRootfs(t testing.TB) string {
 	return dir
 }
 
+// lockCache takes the cache's lock of that name, across processes.
+func lockCache(t testing.TB, name string) func() {
+	t.Helper()
+	if err := os.MkdirAll(CacheDir(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := os.OpenFile(filepath.Join(CacheDir(), name+".lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	return func() { lock.Close() }
+}
+
 func tail(b []byte) string {
 	s := string(b)
 	if len(s) > 2000 {
@@ -120,7 +131,7 @@ func DirLayerAt(t testing.TB, dir, at string) v1.Layer {
 		pr, pw := io.Pipe()
 		go func() { pw.CloseWithError(writeTree(pw, dir, at)) }()
 		return pr, nil
-	})
+	}, tarball.WithCompressionLevel(gzip.BestSpeed))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,6 +178,9 @@ func writeTree(w io.Writer, root, at string) error {
 			h.Name += "/"
 		}
 		h.Uname, h.Gname = "", ""
+		// the same tree gives the same layer, whenever its files were written
+		h.ModTime, h.AccessTime, h.ChangeTime = fixedTime, time.Time{}, time.Time{}
+		h.Format = tar.FormatPAX
 		if err := tw.WriteHeader(h); err != nil {
 			return err
 		}
@@ -186,6 +200,9 @@ func writeTree(w io.Writer, root, at string) error {
 	}
 	return tw.Close()
 }
+
+// fixedTime is every file's time in a layer made here.
+var fixedTime = time.Unix(1700000000, 0)
 
 // FilesLayer is a layer of the given files (path → content; a path ending
 // in "/" is a directory), owned by root, modes 0644 and 0755 (a name

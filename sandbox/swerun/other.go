@@ -1,0 +1,23 @@
+//go:build !linux
+
+package swerun
+
+import (
+	"context"
+	"errors"
+
+	"github.com/verl-score/verl-score/swe"
+)
+
+// Runner runs no repository task where there is no Linux.
+type Runner struct{}
+
+// Evaluate is never called: no Runner is made here.
+func (*Runner) Evaluate(context.Context, *swe.Instance, *swe.Plan, string) *swe.Outcome {
+	return &swe.Outcome{Kind: swe.SandboxError, Why: "repository tasks need Linux", ExitCode: -1}
+}
+
+// New says that repository tasks need Linux.
+func New(any, string, string, Options) (*Runner, error) {
+	return nil, errors.New("repository tasks need Linux")
+}

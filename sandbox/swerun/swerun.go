@@ -1,0 +1,209 @@
+//go:build linux
+
+package swerun
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/verl-score/verl-score/sandbox/image"
+	"github.com/verl-score/verl-score/sandbox/jail"
+	"github.com/verl-score/verl-score/swe"
+)
+
+// Runner runs repository tasks' rollouts in their images with the
+// embedded sandbox's jail.
+type Runner struct {
+	Jail    *jail.Runner
+	Catalog *image.Catalog
+	Store   *image.Store
+	Opts    Options
+
+	// what NewSWE opens on first use
+	once                sync.Once
+	imagesDir, storeDir string
+	openErr             error
+}
+
+// New is the runner of repository tasks over the embedded sandbox's jail.
+// The images directory and the store are opened when the first rollout
+// needs them, so a run of programs alone touches neither.
+func New(j *jail.Runner, imagesDir, storeDir string, opts Options) (*Runner, error) {
+	if j == nil {
+		return nil, errors.New("repository tasks need the embedded sandbox")
+	}
+	if storeDir == "" {
+		storeDir = DefaultImageStore()
+	}
+	return &Runner{Jail: j, Opts: opts, imagesDir: imagesDir, storeDir: storeDir}, nil
+}
+
+func (s *Runner) open() error {
+	s.once.Do(func() {
+		if s.Store == nil {
+			if s.Store, s.openErr = image.OpenStore(s.storeDir); s.openErr != nil {
+				return
+			}
+		}
+		if s.Catalog == nil && s.imagesDir != "" {
+			s.Catalog, s.openErr = image.OpenCatalog(s.imagesDir)
+		}
+	})
+	return s.openErr
+}
+
+// Where a rollout's scripts and outputs live in its image.
+const (
+	sweDir       = "/tmp/verl-score"
+	sweApply     = sweDir + "/apply.sh"
+	sweEval      = sweDir + "/eval.sh"
+	sweApplyLog  = sweDir + "/apply.log"
+	sweApplyExit = sweDir + "/apply.exit"
+)
+
+// Environment is an instance's image, found and unpacked (once).
+func (s *Runner) Environment(inst *swe.Instance) (*image.Unpacked, error) {
+	ref := inst.ImageRef()
+	if err := s.open(); err != nil {
+		return nil, err
+	}
+	if s.Catalog == nil {
+		return nil, fmt.Errorf("image %s: no --images directory to find it in", ref)
+	}
+	e, err := s.Catalog.Find(ref)
+	if err != nil {
+		return nil, err
+	}
+	img, err := e.Open()
+	if err != nil {
+		return nil, fmt.Errorf("image %s in %s: %w", ref, e.Where, err)
+	}
+	return s.Store.Unpack(img, e.Names, e.Where, nil)
+}
+
+// Evaluate runs one rollout: the patch applied in the instance's image,
+// then its tests, graded. An error is never returned for what the model
+// did: the environment's and the sandbox's failures are outcomes of their
+// own (swe.EnvironmentError, swe.SandboxError).
+func (s *Runner) Evaluate(ctx context.Context, inst *swe.Instance, plan *swe.Plan, patch string) *swe.Outcome {
+	env, err := s.Environment(inst)
+	if err != nil {
+		return &swe.Outcome{Kind: swe.EnvironmentError, Why: err.Error(), ExitCode: -1}
+	}
+	wd := inst.WorkDir
+	if wd == "" {
+		wd = env.Config.WorkingDir
+	}
+	driver := "#!/bin/bash\n" +
+		"bash " + sweApply + " > " + sweApplyLog + " 2>&1\n" +
+		"rc=$?\necho $rc > " + sweApplyExit + "\n" +
+		"[ $rc -eq 0 ] || exit 0\n" +
+		"cd " + shellQuote(wd) + " && exec bash " + sweEval + " 2>&1\n"
+	st := ImageStep{
+		Root: jail.ImageRoot{Lower: env.Root, UpperMB: s.Opts.DiskMB, IDBase: image.IDBase, IDRange: image.IDRange},
+		Argv: []string{"/bin/bash", sweDir + "/run.sh"},
+		Dir:  "/",
+		Env:  sweEnv(env.Config.Env),
+		Files: map[string][]byte{
+			swe.PatchPath:      []byte(patch),
+			sweApply:           []byte(swe.ApplyScript(wd, swe.PatchPath, s.Opts.Rules)),
+			sweEval:            []byte(plan.Script),
+			sweDir + "/run.sh": []byte(driver),
+		},
+		Fetch:       []string{sweApplyLog, sweApplyExit},
+		Timeout:     s.Opts.Timeout,
+		MemoryMB:    s.Opts.MemoryMB,
+		Pids:        4096,
+		MergeStderr: true,
+		MaxOutput:   s.Opts.MaxLog,
+	}
+	res, err := RunInImage(ctx, s.Jail, st)
+	if err != nil {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return &swe.Outcome{Kind: swe.SandboxError, Why: "cancelled: " + err.Error(), ExitCode: -1}
+		}
+		return &swe.Outcome{Kind: swe.SandboxError, Why: err.Error(), ExitCode: -1}
+	}
+	// fetched files come back base64-encoded, as the protocol has them
+	fetched := func(name string) string {
+		b, _ := base64.StdEncoding.DecodeString(res.Files[name])
+		return string(b)
+	}
+	out := swe.StepOutput{ApplyExit: -1, ApplyOutput: fetched(sweApplyLog), EvalOutput: res.Stdout,
+		TimedOut: res.Outcome == jail.TimedOut}
+	if n, err := strconv.Atoi(strings.TrimSpace(fetched(sweApplyExit))); err == nil {
+		out.ApplyExit = n
+	}
+	if res.Outcome == jail.NotStarted {
+		return &swe.Outcome{Kind: swe.EnvironmentError, Why: "the image cannot run the evaluation: " + res.Stderr,
+			ExitCode: -1}
+	}
+	return swe.Judge(inst, plan, patch, out, s.Opts.Rules)
+}
+
+// sweEnv is a rollout's environment: the image's, with a HOME.
+func sweEnv(image []string) []string {
+	env := append([]string{}, image...)
+	home := false
+	for _, e := range env {
+		home = home || strings.HasPrefix(e, "HOME=")
+	}
+	if !home {
+		env = append(env, "HOME=/root")
+	}
+	return env
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// An ImageStep is one command run in a container image's root (a
+// repository task's environment): its own writable layer over the image,
+// its own namespaces and cgroup, no network, locked down as every step is.
+type ImageStep struct {
+	Root    jail.ImageRoot
+	Argv    []string // argv[0] an absolute path in the image
+	Dir     string
+	Env     []string
+	Files   map[string][]byte // written at these absolute paths before the start
+	Fetch   []string          // absolute paths read back after the end
+	Stdin   []byte
+	Timeout time.Duration
+	// MemoryMB bounds the memory of all its processes together, the
+	// writable layer's pages included (a tmpfs); Pids their number.
+	MemoryMB, Pids int
+	// MergeStderr sends stderr to stdout, one stream in order (a test log).
+	MergeStderr bool
+	// MaxOutput is what is kept of the output and each fetched file (0:
+	// the sandbox's own bound).
+	MaxOutput int
+}
+
+// RunInImage runs an image step to its end or its timeout with the jail.
+// An error means the sandbox failed, not the command.
+func RunInImage(ctx context.Context, j *jail.Runner, st ImageStep) (*jail.Result, error) {
+	if !j.Iso.Contained || j.View == nil {
+		return nil, errors.New("running in an image needs the contained sandbox (namespaces and a filesystem view): " +
+			"see verl-score doctor")
+	}
+	root := st.Root
+	spec := jail.Spec{
+		Argv:        st.Argv,
+		Dir:         st.Dir,
+		Env:         st.Env,
+		Stdin:       st.Stdin,
+		Timeout:     st.Timeout,
+		Image:       &root,
+		MergeStderr: st.MergeStderr,
+		MaxOutput:   st.MaxOutput,
+		Lim: jail.Limits{CPUSec: jail.CPUSeconds(st.Timeout), Nproc: st.Pids,
+			GroupMB: st.MemoryMB},
+		View: jail.ViewStep{Abs: st.Files, Fetch: st.Fetch},
+	}
+	return j.Run(ctx, spec)
+}
