@@ -8,11 +8,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/verl-score/verl-score/sandbox/image"
 	"github.com/verl-score/verl-score/sandbox/image/imagetest"
 )
 
@@ -240,5 +244,92 @@ func TestSWEAuditFail(t *testing.T) {
 		if string(got) != tt.reward {
 			t.Errorf("%v: reward %s, want %s", tt.flags, got, tt.reward)
 		}
+	}
+}
+
+// TestSWERulesDiffer: a conftest.py that prints a test's status line
+// itself after pytest's summary, the bug unfixed. SWE-bench v4.1.0 reads the
+// printed line last and grades the instance resolved; v5 sees the test
+// command's exit status 1 with no failing test in the log and grades
+// nothing. (A conftest that skips every test does not game 4.1.0 under
+// pytest 7: -rA names a skipped test by file and line, so the test is
+// missing, a failure.)
+func TestSWERulesDiffer(t *testing.T) {
+	printer := "diff --git a/conftest.py b/conftest.py\nnew file mode 100644\n--- /dev/null\n+++ b/conftest.py\n" +
+		"@@ -0,0 +1,2 @@\n+def pytest_unconfigure(config):\n+    print(\"PASSED tests/test_ops.py::test_add\")\n"
+	in, images := sweDataset(t, [][]string{{printer}}, nil)
+	store := filepath.Join(imagetest.CacheDir(), "store")
+	for _, tt := range []struct{ rules, reward string }{{"4.1.0", "[1]"}, {"5", "[0]"}} {
+		out := filepath.Join(t.TempDir(), "out.jsonl")
+		if code, _, stderr := run(context.Background(), "run", in, "-o", out, "-q", "--images", images, "--image-store",
+			store, "--swe-rules", tt.rules); code != ExitOK {
+			t.Fatalf("%s: exit %d\n%s", tt.rules, code, stderr)
+		}
+		row := readJSONL(t, out)[0]
+		got, _ := json.Marshal(row["reward"])
+		st, _ := json.Marshal(row["case_status"])
+		if string(got) != tt.reward {
+			t.Errorf("rules %s: reward %s (statuses %s), want %s", tt.rules, got, st, tt.reward)
+		}
+	}
+}
+
+// TestSWEKill9LeavesNothing kills run with SIGKILL while a rollout hangs in
+// its image: no process of the rollout lives on, no mount of its writable
+// layer or overlay is left on the host, and the store holds no half image.
+func TestSWEKill9LeavesNothing(t *testing.T) {
+	hang := strings.Replace(imagetest.CalcGoldPatch, "+    return a + b",
+		"+    import time\n+    time.sleep(3600)\n+    return a + b", 1)
+	hang = strings.Replace(hang, "@@ -1,6 +1,6 @@", "@@ -1,6 +1,8 @@", 1)
+	in, images := sweDataset(t, [][]string{{hang}}, nil)
+	store := filepath.Join(imagetest.CacheDir(), "store")
+	bin := buildBinary(t)
+	cmd := exec.Command(bin, "run", in, "-o", filepath.Join(t.TempDir(), "out.jsonl"), "-q", "--images", images,
+		"--image-store", store)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// wait until the rollout's sleep runs: a process of the image's root user
+	sleeping := func() []int {
+		var pids []int
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			var st syscall.Stat_t
+			if syscall.Stat("/proc/"+e.Name(), &st) == nil && st.Uid == image.IDBase {
+				pids = append(pids, pid)
+			}
+		}
+		return pids
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for len(sleeping()) == 0 {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatal("the rollout never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond) // into pytest
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	deadline = time.Now().Add(10 * time.Second)
+	for len(sleeping()) > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if left := sleeping(); len(left) > 0 {
+		t.Errorf("processes of the rollout outlived run: %v", left)
+	}
+	mounts, _ := os.ReadFile("/proc/self/mountinfo")
+	if strings.Contains(string(mounts), "overlay") && strings.Contains(string(mounts), "/images/") {
+		t.Errorf("an overlay of the rollout is still mounted:\n%s", mounts)
+	}
+	if items, _ := os.ReadDir(filepath.Join(store, "tmp")); len(items) != 0 {
+		t.Errorf("the store holds a partial unpack: %v", items)
 	}
 }
