@@ -78,10 +78,14 @@ func TestRunScoresSWERows(t *testing.T) {
 	}, nil)
 	dir := t.TempDir()
 	out, cases := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "cases.jsonl")
-	code, _, stderr := run(context.Background(), "run", in, "-o", out, "--cases-out", cases, "-q", "--images", images,
+	code, stdout, stderr := run(context.Background(), "run", in, "-o", out, "--cases-out", cases, "--images", images,
 		"--image-store", filepath.Join(imagetest.CacheDir(), "store"))
 	if code != ExitOK {
 		t.Fatalf("run: exit %d\n%s", code, stderr)
+	}
+	// the summary counts the outcomes apart
+	if !strings.Contains(stdout+stderr, "repository tasks (SWE-bench 4.1.0 rules): resolved 2, tests failed 1, patch missing 1") {
+		t.Errorf("the summary does not count the outcomes:\n%s\n%s", stdout, stderr)
 	}
 	rows := readJSONL(t, out)
 	want := [][]float64{{1, 0, 0}, {1}}

@@ -28,7 +28,9 @@ type Summary struct {
 	Shard       string `json:"shard,omitempty"` // K/N of a --shard run
 	// Compare is the compare mode when not verl's exact one, and Checker
 	// the ground-truth field of checkers when there is one.
-	Compare     string            `json:"compare,omitempty"`
+	Compare string `json:"compare,omitempty"`
+	// SWERules are the SWE-bench rules repository tasks were graded by.
+	SWERules    string            `json:"swe_rules,omitempty"`
 	Checker     string            `json:"checker_key,omitempty"`
 	WallSeconds float64           `json:"wall_seconds"`
 	CasesPerSec float64           `json:"cases_per_second"`
@@ -90,6 +92,10 @@ type Group struct {
 	// least k responses.
 	PassAtKPrompts map[string]int `json:"pass_at_k_prompts"`
 	Verdicts       map[string]int `json:"verdicts"`
+	// SWEOutcomes counts the outcomes of repository tasks' rollouts
+	// (resolved, tests_failed, patch_missing, patch_apply_failed, timeout,
+	// environment_error, sandbox_error).
+	SWEOutcomes    map[string]int `json:"swe_outcomes,omitempty"`
 	Cases          int            `json:"cases"`
 	Requests       int            `json:"requests"`
 	SavedByCompile int            `json:"requests_saved_by_compile_skip"`
@@ -342,6 +348,9 @@ func (s *Summary) noteFirstErrors(rec *Row) {
 		if r.FirstInfra != "" && s.FirstInfraError == "" {
 			s.FirstInfraError = r.FirstInfra
 		}
+		if r.SWE != nil && s.SWERules == "" {
+			s.SWERules = r.SWE.Rules
+		}
 	}
 }
 
@@ -369,6 +378,12 @@ func (g *Group) addRow(rec *Row, mask bool) {
 		g.Retries += r.Retries
 		g.StarvedReruns += r.StarvedReruns
 		g.Cases += len(r.Verdicts)
+		if r.SWE != nil {
+			if g.SWEOutcomes == nil {
+				g.SWEOutcomes = map[string]int{}
+			}
+			g.SWEOutcomes[r.SWE.Outcome]++
+		}
 		if r.Err != nil {
 			g.ResponseErrors++
 			if r.InputErr {
@@ -690,6 +705,7 @@ func (s *Summary) WriteTable(w io.Writer) {
 		)
 	}
 	fmt.Fprintln(w)
+	s.writeSWENote(w)
 	s.writeExactNote(w)
 	s.writeAuditNote(w)
 	for _, c := range s.CrashedAtStart {
@@ -772,6 +788,37 @@ func (s *Summary) writeAuditNote(w io.Writer) {
 			fmt.Fprintf(w, "  %s row/response %s\n", src, f)
 		}
 	}
+}
+
+// sweOutcomeOrder is the order the summary lists repository tasks'
+// outcomes in.
+var sweOutcomeOrder = []string{"resolved", "tests_failed", "patch_missing", "patch_apply_failed", "timeout",
+	"environment_error", "sandbox_error"}
+
+// writeSWENote lists the outcomes of repository tasks' rollouts, per data
+// source when there are several.
+func (s *Summary) writeSWENote(w io.Writer) {
+	line := func(g *Group) string {
+		var parts []string
+		for _, k := range sweOutcomeOrder {
+			if n := g.SWEOutcomes[k]; n > 0 {
+				parts = append(parts, fmt.Sprintf("%s %d", strings.ReplaceAll(k, "_", " "), n))
+			}
+		}
+		return strings.Join(parts, ", ")
+	}
+	if len(s.Overall.SWEOutcomes) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "repository tasks (SWE-bench %s rules): %s", s.SWERules, line(s.Overall))
+	if len(s.order) > 1 {
+		for _, name := range s.order {
+			if g := s.BySource[name]; len(g.SWEOutcomes) > 0 {
+				fmt.Fprintf(w, "; %s: %s", name, line(g))
+			}
+		}
+	}
+	fmt.Fprintln(w)
 }
 
 // ErrTooManyInfraErrors: more responses than allowed had infrastructure
