@@ -55,7 +55,7 @@ var (
 	sharedErr   error
 )
 
-func sharedSandbox(t *testing.T) *Local {
+func sharedSandbox(t testing.TB) *Local {
 	t.Helper()
 	sharedOnce.Do(func() { sharedLocal, sharedErr = New(Options{Warn: &bytes.Buffer{}, NoFastPaths: plainPython}) })
 	if sharedErr != nil {
