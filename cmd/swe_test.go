@@ -337,3 +337,58 @@ func TestSWEKill9LeavesNothing(t *testing.T) {
 		t.Errorf("the store holds a partial unpack: %v", items)
 	}
 }
+
+// TestWorkerScoresSWERows: the worker (what compute_score speaks to)
+// scores SWE rows as run does and answers each with its outcome. It also
+// leaves the fixture's instance where the Python package's test of
+// compute_score finds it (imagetest.CacheDir()/swe-fixture.json).
+func TestWorkerScoresSWERows(t *testing.T) {
+	in, images := sweDataset(t, [][]string{{imagetest.CalcGoldPatch}}, nil)
+	rows := readJSONL(t, in)
+	gt := rows[0]["reward_model"].(map[string]any)["ground_truth"]
+	store := filepath.Join(imagetest.CacheDir(), "store")
+	var req strings.Builder
+	for i, sol := range []string{imagetest.CalcGoldPatch, "no patch"} {
+		b, _ := json.Marshal(map[string]any{"id": i, "data_source": "swe-fixture", "solution_str": sol, "ground_truth": gt})
+		req.Write(b)
+		req.WriteByte('\n')
+	}
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), []string{"worker", "--images", images, "--image-store", store},
+		Streams{In: strings.NewReader(req.String()), Out: &out, ErrOut: &errb})
+	if code != ExitOK {
+		t.Fatalf("worker: exit %d\n%s", code, errb.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d lines:\n%s", len(lines), out.String())
+	}
+	type answer struct {
+		Score float64 `json:"score"`
+		Error string  `json:"error"`
+		SWE   *struct {
+			Outcome  string `json:"outcome"`
+			Resolved bool   `json:"resolved"`
+			F2P      int    `json:"f2p_passed"`
+		} `json:"swe"`
+	}
+	var res []answer
+	for _, l := range lines[1:] {
+		var r answer
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatal(err)
+		}
+		res = append(res, r)
+	}
+	if res[0].Score != 1 || res[0].SWE == nil || !res[0].SWE.Resolved || res[0].SWE.F2P != 1 {
+		t.Errorf("the fix: %s", lines[1])
+	}
+	if res[1].Score != 0 || res[1].SWE == nil || res[1].SWE.Outcome != "patch_missing" || res[1].Error == "" {
+		t.Errorf("no patch: %s", lines[2])
+	}
+	fixture, _ := json.Marshal(map[string]any{"images": images, "image_store": store, "ground_truth": gt,
+		"gold": imagetest.CalcGoldPatch})
+	if err := os.WriteFile(filepath.Join(imagetest.CacheDir(), "swe-fixture.json"), fixture, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -59,6 +59,9 @@ type Result struct {
 	Language   string          `json:"language"`
 	Continuous bool            `json:"continuous"`
 	Infra      bool            `json:"infra"`
+	// SWE is a repository task's outcome (resolved, the F2P and P2P
+	// counts, the log's end, ...), for such a response.
+	SWE *score.SWEResult `json:"swe,omitempty"`
 }
 
 // Ready is the worker's first line.
@@ -176,7 +179,7 @@ func solutionOf(n int64, line []byte, tooLong bool, ids *idTable) score.Solution
 
 func resultOf(id json.RawMessage, r *score.Result) Result {
 	res := Result{ID: id, Score: r.Score, Verdicts: r.Verdicts(), Statuses: r.Statuses(), Error: r.Err,
-		Language: r.Language, Continuous: r.Continuous, Infra: r.Infra()}
+		Language: r.Language, Continuous: r.Continuous, Infra: r.Infra(), SWE: r.SWE}
 	if r.Aborted && res.Error == "" {
 		res.Error = "interrupted before every case was run"
 	}

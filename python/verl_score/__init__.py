@@ -82,6 +82,9 @@ class Score:
     language: str = ""
     continuous: bool = False
     infra: bool = False  # a case met an infrastructure failure (-1 from a failed request)
+    # A repository task's outcome (SWE rows): outcome, resolved, patch_applied,
+    # f2p_passed/f2p_total, p2p_passed/p2p_total, flags, the log's end, ...
+    swe: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """verl's dict form: the score and counts of each verdict.
@@ -296,6 +299,7 @@ def _score_of(res: dict[str, Any]) -> Score:
         statuses=list(res.get("statuses") or []),
         error=res.get("error", ""),
         language=res.get("language", ""),
+        swe=res.get("swe"),
         continuous=bool(res.get("continuous")),
         infra=bool(res.get("infra")),
     )
