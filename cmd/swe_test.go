@@ -126,6 +126,13 @@ func TestRunScoresSWERows(t *testing.T) {
 		filepath.Join(dir, "r.html")); code != ExitOK {
 		t.Errorf("report: exit %d\n%s", code, stderr)
 	}
+	page, _ := os.ReadFile(filepath.Join(dir, "r.html"))
+	for _, want := range []string{"repository tasks", `swe_outcomes.resolved">2<`, `swe_outcomes.tests_failed">1<`,
+		`swe_outcomes.patch_missing">1<`} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("the report lacks %q", want)
+		}
+	}
 	if code, stdout, stderr := run(context.Background(), "check", in, "--baseline", out, "-q", "--images", images, "--image-store",
 		filepath.Join(imagetest.CacheDir(), "store")); code != ExitOK {
 		t.Errorf("check: exit %d\n%s\n%s", code, stdout, stderr)

@@ -207,7 +207,8 @@ var page = template.Must(template.New("report").Funcs(funcs).Parse(`<!DOCTYPE ht
 <div class="grid">
 <div class="card">{{histogram .}}</div>
 <div class="card">{{verdictChart .}}
-<table>{{range .Verdicts}}<tr><td class="l"><a href="{{verdictLink $g.Name .Name}}">{{.Name}}</a></td><td data-figure="{{key $g (printf "verdicts.%s" .Name)}}">{{.Count}}</td></tr>{{end}}</table></div>
+<table>{{range .Verdicts}}<tr><td class="l"><a href="{{verdictLink $g.Name .Name}}">{{.Name}}</a></td><td data-figure="{{key $g (printf "verdicts.%s" .Name)}}">{{.Count}}</td></tr>{{end}}</table>
+{{if .SWEOutcomes}}<h3>repository tasks</h3><table>{{range .SWEOutcomes}}<tr><td class="l">{{.Name}}</td><td data-figure="{{key $g (printf "swe_outcomes.%s" .Name)}}">{{.Count}}</td></tr>{{end}}</table>{{end}}</div>
 <div class="card">{{passChart .}}
 <table><tr><th class="l">k</th><th>pass@k</th><th>prompts</th></tr>{{range .PassAtK}}<tr><td class="l">{{.K}}</td>
 <td data-figure="{{key $g (printf "pass_at_k.pass@%d" .K)}}">{{f4 .Value}}</td><td data-figure="{{key $g (printf "pass_at_k_prompts.pass@%d" .K)}}">{{.Prompts}}</td></tr>{{end}}</table></div>

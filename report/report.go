@@ -15,6 +15,7 @@ import (
 	"github.com/verl-score/verl-score/explain"
 	"github.com/verl-score/verl-score/results"
 	"github.com/verl-score/verl-score/rollout"
+	"github.com/verl-score/verl-score/swe"
 	"github.com/verl-score/verl-score/verdict"
 )
 
@@ -44,7 +45,9 @@ type Group struct {
 	// bins 1..10 the tenths in between.
 	Histogram [12]int
 	Verdicts  []Count // in verdict order: True, False, -1 .. -4
-	PassAtK   []PassK
+	// SWEOutcomes count repository tasks' rollouts by outcome.
+	SWEOutcomes []Count
+	PassAtK     []PassK
 	// InfraResponses have a case with an infrastructure status.
 	InfraResponses int
 	InfraRate      float64
@@ -69,6 +72,7 @@ type Group struct {
 	passN                                  map[int]int
 	ks                                     []int // nil: 1 and the powers of two
 	verdicts                               map[string]int
+	sweOutcomes                            map[string]int
 }
 
 // Count is a named count.
@@ -109,6 +113,7 @@ var verdictNames = []string{"True", "False", "-1", "-2", "-3", "-4"}
 var infraStatuses = map[string]bool{
 	"api_error": true, "sandbox_error": true, "checker_error": true, "reference_error": true, "unknown_failure": true,
 	"unknown_failure_state": true, "unexpected_success_state": true, "unknown_api_state": true,
+	"swe_environment_error": true, "swe_sandbox_error": true,
 }
 
 func isInfra(status string) bool {
@@ -116,7 +121,8 @@ func isInfra(status string) bool {
 }
 
 func newGroup(name string, ks []int) *Group {
-	return &Group{Name: name, ks: ks, passSum: map[int]float64{}, passN: map[int]int{}, verdicts: map[string]int{}}
+	return &Group{Name: name, ks: ks, passSum: map[int]float64{}, passN: map[int]int{}, verdicts: map[string]int{},
+		sweOutcomes: map[string]int{}}
 }
 
 // Build reads a scored output (and, when casesPath is not "", its
@@ -223,6 +229,9 @@ func (g *Group) addRow(row *rollout.ScoredRow) {
 			correct++
 		}
 		if j < len(row.CaseStatus) {
+			if kind, ok := swe.OutcomeOf(row.CaseStatus[j], verdicts); ok {
+				g.sweOutcomes[kind]++
+			}
 			for _, s := range row.CaseStatus[j] {
 				if isInfra(s) {
 					g.InfraResponses++
@@ -292,6 +301,13 @@ func (g *Group) finish() {
 	}
 	if g.Responses > 0 {
 		g.InfraRate = float64(g.InfraResponses) / float64(g.Responses)
+	}
+	g.SWEOutcomes = g.SWEOutcomes[:0]
+	for _, k := range []string{swe.Resolved, swe.TestsFailed, swe.PatchMissing, swe.PatchApplyFailed, swe.Timeout,
+		swe.EnvironmentError, swe.SandboxError} {
+		if n := g.sweOutcomes[k]; n > 0 {
+			g.SWEOutcomes = append(g.SWEOutcomes, Count{k, n})
+		}
 	}
 	g.Verdicts = g.Verdicts[:0]
 	for _, v := range verdictNames {

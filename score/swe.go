@@ -201,19 +201,19 @@ func (e *Engine) recordSWE(st *solState, o *swe.Outcome) {
 		switch {
 		case infra:
 			msg := o.Kind + ": " + o.Why
-			c.Verdict, c.Status, c.Infra, c.APIRequestError = verdict.APIError, o.Kind, true, &msg
+			c.Verdict, c.Status, c.Infra, c.APIRequestError = verdict.APIError, swe.CaseStatus(o.Kind), true, &msg
 		case i < len(tests):
 			t := tests[i]
 			c.Stdout = &t.Status
-			c.Verdict, c.Status = verdict.False, "swe_failed"
+			c.Verdict, c.Status = verdict.False, swe.StatusFailedTest
 			if !t.Failed {
-				c.Verdict, c.Status = verdict.True, "swe_passed"
+				c.Verdict, c.Status = verdict.True, swe.StatusPassedTest
 				if !t.Passed {
-					c.Status = "swe_not_counted" // skipped, under v4.1.0
+					c.Status = swe.StatusNotCounted // skipped, under v4.1.0
 				}
 			}
 		default:
-			c.Verdict, c.Status = verdict.False, o.Kind
+			c.Verdict, c.Status = verdict.False, swe.CaseStatus(o.Kind)
 		}
 	}
 	e.progress.CasesDone.Add(int64(len(st.res.Cases)))

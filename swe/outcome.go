@@ -17,6 +17,49 @@ const (
 	SandboxError     = "sandbox_error"
 )
 
+// The statuses of a rollout's cases (one per FAIL_TO_PASS and PASS_TO_PASS
+// test): the test's grade, or, when nothing was graded, CaseStatus of the
+// outcome. All begin "swe_", so that a reader of the statuses alone (the
+// report) tells a repository task's cases from a program's.
+const (
+	StatusPassedTest = "swe_passed"
+	StatusFailedTest = "swe_failed"
+	StatusNotCounted = "swe_not_counted" // in neither of SWE-bench's lists (skipped, under 4.1.0)
+)
+
+// CaseStatus is the status of the cases of a rollout with that outcome
+// when nothing was graded ("swe_timeout", "swe_patch_missing", ...).
+func CaseStatus(kind string) string { return "swe_" + kind }
+
+// OutcomeOf is the outcome of a rollout told from its cases' statuses and
+// verdicts alone: the outcome its statuses name, else resolved when every
+// case is True (no test in SWE-bench's failure list), else tests_failed.
+// ok is false when the statuses are not a repository task's.
+func OutcomeOf(statuses []string, verdicts []int8) (kind string, ok bool) {
+	all := len(verdicts) > 0
+	for _, v := range verdicts {
+		all = all && v == 1
+	}
+	for _, st := range statuses {
+		rest, isSWE := strings.CutPrefix(st, "swe_")
+		if !isSWE {
+			return "", false
+		}
+		switch rest {
+		case "passed", "failed", "not_counted":
+		default:
+			return rest, true
+		}
+	}
+	if len(statuses) == 0 {
+		return "", false
+	}
+	if all {
+		return Resolved, true
+	}
+	return TestsFailed, true
+}
+
 // Infra reports whether an outcome is the infrastructure's fault.
 func Infra(kind string) bool { return kind == EnvironmentError || kind == SandboxError }
 

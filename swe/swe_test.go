@@ -171,3 +171,24 @@ func TestRulesDiffer(t *testing.T) {
 		t.Errorf("v4.1.0 exit code: %+v", l)
 	}
 }
+
+func TestOutcomeOf(t *testing.T) {
+	for _, tt := range []struct {
+		statuses []string
+		verdicts []int8
+		kind     string
+		ok       bool
+	}{
+		{[]string{StatusPassedTest, StatusNotCounted}, []int8{1, 1}, Resolved, true},
+		{[]string{StatusPassedTest, StatusFailedTest}, []int8{1, 0}, TestsFailed, true},
+		{[]string{CaseStatus(Timeout), CaseStatus(Timeout)}, []int8{0, 0}, Timeout, true},
+		{[]string{CaseStatus(EnvironmentError)}, []int8{-1}, EnvironmentError, true},
+		{[]string{"success", "timeout"}, []int8{1, -3}, "", false},
+		{nil, nil, "", false},
+	} {
+		kind, ok := OutcomeOf(tt.statuses, tt.verdicts)
+		if kind != tt.kind || ok != tt.ok {
+			t.Errorf("%v: %q %v, want %q %v", tt.statuses, kind, ok, tt.kind, tt.ok)
+		}
+	}
+}
