@@ -142,3 +142,30 @@ func TestSWEOutcomes(t *testing.T) {
 		})
 	}
 }
+
+// TestSWEImageByPath: a row may name its image by path: an OCI layout
+// directory, a docker save archive, or a plain root filesystem (imported
+// into the store once). Each resolves the fixture with its fix.
+func TestSWEImageByPath(t *testing.T) {
+	s, inst := sweFixture(t)
+	images := imagetest.CalcImages(t)
+	for _, path := range []string{filepath.Join(images, "calc"), filepath.Join(images, "calc.tar"),
+		imagetest.CalcRootfs(t)} {
+		in := *inst
+		in.Image = path
+		plan, err := swe.PlanFor(&in, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o := s.Evaluate(context.Background(), &in, plan, imagetest.CalcGoldPatch); o.Kind != swe.Resolved {
+			t.Errorf("%s: %s (%s)\n%s", path, o.Kind, o.Why, o.Log)
+		}
+	}
+	in := *inst
+	in.Image = "/nonexistent/image"
+	plan, _ := swe.PlanFor(&in, "")
+	if o := s.Evaluate(context.Background(), &in, plan, imagetest.CalcGoldPatch); o.Kind != swe.EnvironmentError ||
+		!strings.Contains(o.Why, "/nonexistent/image") {
+		t.Errorf("a missing path: %s (%s)", o.Kind, o.Why)
+	}
+}

@@ -78,6 +78,42 @@ func OpenCatalog(dir string) (*Catalog, error) {
 	return c, nil
 }
 
+// OpenPath is the catalog of one OCI layout directory or one docker save
+// archive, for a row that names its image by path.
+func OpenPath(path string) (*Catalog, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", path, err)
+	}
+	c := &Catalog{dir: path}
+	switch {
+	case st.IsDir() && isLayout(path):
+		c.addLayout(path)
+	case !st.IsDir():
+		c.addArchive(path)
+	default:
+		return nil, fmt.Errorf("image %s: a directory that is not an OCI layout", path)
+	}
+	if len(c.entries) == 0 {
+		return nil, fmt.Errorf("image %s: no image in it (%s)", path, strings.Join(c.problems, "; "))
+	}
+	return c, nil
+}
+
+// IsRootfs reports whether dir looks like a plain root filesystem: a
+// directory, not an OCI layout, with a /bin or /usr.
+func IsRootfs(dir string) bool {
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() || isLayout(dir) {
+		return false
+	}
+	for _, p := range []string{"bin", "usr"} {
+		if _, err := os.Lstat(filepath.Join(dir, p)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
 // Entries are the images found, in the order read.
 func (c *Catalog) Entries() []*Entry { return c.entries }
 

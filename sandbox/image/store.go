@@ -4,11 +4,13 @@ package image
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -143,6 +145,55 @@ func (s *Store) Unpack(img v1.Image, names []string, source string, progress fun
 	if u, ok := s.Get(id); ok {
 		return u, nil
 	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("read the image's configuration: %w", err)
+	}
+	return s.unpack(id, names, source, cfg, func() io.ReadCloser { return mutate.Extract(img) }, progress)
+}
+
+// ImportDir puts a plain root filesystem (a directory) into the store, as
+// an image of one layer with no configuration. Its ID is its path's and
+// its tree's (every entry's name, size, mode and time), so a changed tree
+// is imported again.
+func (s *Store) ImportDir(dir string, progress func(int64)) (*Unpacked, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n", abs)
+	err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s %d %o %d\n", p, fi.Size(), fi.Mode(), fi.ModTime().UnixNano())
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("root filesystem %s: %w", dir, err)
+	}
+	id := "dir-" + hex.EncodeToString(h.Sum(nil))
+	if u, ok := s.Get(id); ok {
+		return u, nil
+	}
+	open := func() io.ReadCloser {
+		pr, pw := io.Pipe()
+		go func() { pw.CloseWithError(DirTar(pw, abs, "", time.Time{})) }()
+		return pr
+	}
+	cfg := &v1.ConfigFile{OS: "linux", Config: v1.Config{Env: []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}}}
+	return s.unpack(id, []string{abs}, abs, cfg, open, progress)
+}
+
+// unpack writes the flattened stream open gives into the store as id, once
+// (see Unpack).
+func (s *Store) unpack(id string, names []string, source string, cfg *v1.ConfigFile, open func() io.ReadCloser,
+	progress func(int64)) (*Unpacked, error) {
 	unlock, err := s.lock(id, true)
 	if err != nil {
 		return nil, fmt.Errorf("image store: lock %s: %w", id, err)
@@ -150,10 +201,6 @@ func (s *Store) Unpack(img v1.Image, names []string, source string, progress fun
 	defer unlock()
 	if u, ok := s.Get(id); ok {
 		return u, nil // another process unpacked it while we waited
-	}
-	cfg, err := img.ConfigFile()
-	if err != nil {
-		return nil, fmt.Errorf("read the image's configuration: %w", err)
 	}
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
@@ -172,7 +219,7 @@ func (s *Store) Unpack(img v1.Image, names []string, source string, progress fun
 		return nil, err
 	}
 	start := time.Now()
-	rc := mutate.Extract(img)
+	rc := open()
 	st, err := extract(rc, filepath.Join(tmp, "rootfs"), progress)
 	if err == nil {
 		// Extract ends its tar stream before it reports a failure (an

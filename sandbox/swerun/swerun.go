@@ -73,6 +73,9 @@ func (s *Runner) Environment(inst *swe.Instance) (*image.Unpacked, error) {
 	if err := s.open(); err != nil {
 		return nil, err
 	}
+	if isPath(ref) {
+		return s.fromPath(ref)
+	}
 	if s.Catalog == nil {
 		return nil, fmt.Errorf("image %s: no --images directory to find it in", ref)
 	}
@@ -83,6 +86,32 @@ func (s *Runner) Environment(inst *swe.Instance) (*image.Unpacked, error) {
 	img, err := e.Open()
 	if err != nil {
 		return nil, fmt.Errorf("image %s in %s: %w", ref, e.Where, err)
+	}
+	return s.Store.Unpack(img, e.Names, e.Where, nil)
+}
+
+// isPath: a row names its image by path ("/…", "./…", "../…").
+func isPath(ref string) bool {
+	return strings.HasPrefix(ref, "/") || strings.HasPrefix(ref, "./") || strings.HasPrefix(ref, "../")
+}
+
+// fromPath is an image a row names by path: an OCI layout or a docker
+// save archive holding one image, or a plain root filesystem.
+func (s *Runner) fromPath(path string) (*image.Unpacked, error) {
+	if image.IsRootfs(path) {
+		return s.Store.ImportDir(path, nil)
+	}
+	cat, err := image.OpenPath(path)
+	if err != nil {
+		return nil, err
+	}
+	if n := len(cat.Entries()); n != 1 {
+		return nil, fmt.Errorf("image %s holds %d images: name one by reference, with --images", path, n)
+	}
+	e := cat.Entries()[0]
+	img, err := e.Open()
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", path, err)
 	}
 	return s.Store.Unpack(img, e.Names, e.Where, nil)
 }

@@ -143,3 +143,30 @@ func (c *Calc) Instance() map[string]any {
 		"install_config": map[string]any{"test_cmd": "pytest -rA", "log_parser": "parse_log_pytest"},
 	}
 }
+
+// CalcRootfs is the fixture as a plain root filesystem directory (the base
+// with the repository at /testbed), made once per machine in the cache.
+func CalcRootfs(t testing.TB) string {
+	t.Helper()
+	c := CalcFixture(t)
+	dir := filepath.Join(CacheDir(), "rootfs-"+recipe+"-"+c.BaseCommit[:12])
+	if _, err := os.Stat(filepath.Join(dir, "testbed", "calc")); err == nil {
+		return dir
+	}
+	unlock := lockCache(t, "rootfs")
+	defer unlock()
+	if _, err := os.Stat(filepath.Join(dir, "testbed", "calc")); err == nil {
+		return dir
+	}
+	tmp := dir + ".tmp"
+	_ = os.RemoveAll(tmp)
+	for _, args := range [][]string{{"-a", c.rootfs, tmp}, {"-a", calcRepo, filepath.Join(tmp, "testbed")}} {
+		if out, err := exec.Command("cp", args...).CombinedOutput(); err != nil {
+			t.Fatalf("cp %v: %v\n%s", args, err, out)
+		}
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}

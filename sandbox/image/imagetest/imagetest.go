@@ -12,7 +12,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,6 +27,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/verl-score/verl-score/sandbox/image"
 )
 
 // Packages are what the base holds beside Debian's minimal base.
@@ -129,76 +130,13 @@ func DirLayerAt(t testing.TB, dir, at string) v1.Layer {
 	t.Helper()
 	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		pr, pw := io.Pipe()
-		go func() { pw.CloseWithError(writeTree(pw, dir, at)) }()
+		go func() { pw.CloseWithError(image.DirTar(pw, dir, at, fixedTime)) }()
 		return pr, nil
 	}, tarball.WithCompressionLevel(gzip.BestSpeed))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return l
-}
-
-func writeTree(w io.Writer, root, at string) error {
-	tw := tar.NewWriter(w)
-	if at != "" {
-		if err := tw.WriteHeader(&tar.Header{Name: at + "/", Typeflag: tar.TypeDir, Mode: 0o755}); err != nil {
-			return err
-		}
-	}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		if rel == "." {
-			return nil
-		}
-		fi, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		if fi.Mode()&(os.ModeDevice|os.ModeCharDevice|os.ModeSocket|os.ModeNamedPipe) != 0 {
-			return nil
-		}
-		link := ""
-		if fi.Mode()&os.ModeSymlink != 0 {
-			if link, err = os.Readlink(p); err != nil {
-				return err
-			}
-		}
-		h, err := tar.FileInfoHeader(fi, link)
-		if err != nil {
-			return err
-		}
-		h.Name = rel
-		if at != "" {
-			h.Name = at + "/" + rel
-		}
-		if fi.IsDir() {
-			h.Name += "/"
-		}
-		h.Uname, h.Gname = "", ""
-		// the same tree gives the same layer, whenever its files were written
-		h.ModTime, h.AccessTime, h.ChangeTime = fixedTime, time.Time{}, time.Time{}
-		h.Format = tar.FormatPAX
-		if err := tw.WriteHeader(h); err != nil {
-			return err
-		}
-		if fi.Mode().IsRegular() {
-			f, err := os.Open(p)
-			if err != nil {
-				return err
-			}
-			_, err = io.Copy(tw, f)
-			f.Close()
-			return err
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	return tw.Close()
 }
 
 // fixedTime is every file's time in a layer made here.
