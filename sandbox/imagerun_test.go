@@ -4,9 +4,13 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -124,5 +128,103 @@ df -m / | tail -1 | awk '{print "root-size", $2}'
 	// no mount of the step's is left on the host
 	if b, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(b), u.Root) {
 		t.Errorf("an overlay over the image is still mounted on the host")
+	}
+}
+
+// TestImageRootContainment runs the containment tests' probes inside an
+// image's root: a world-readable host file and a world-connectable host
+// socket are out of reach, a SysV segment is gone with its step, a fork
+// bomb meets the step's process bound and takes no host process with it,
+// and kill(-1) reaches only the step's own processes.
+func TestImageRootContainment(t *testing.T) {
+	l := containedSandbox(t)
+	u := baseImage(t)
+	src, err := filepath.Abs("containment_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sockDir, err := os.MkdirTemp("", "verl-score-sock-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(sockDir)
+	_ = os.Chmod(sockDir, 0o777)
+	sock := filepath.Join(sockDir, "s")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_ = os.Chmod(sock, 0o777)
+	accepted := make(chan struct{}, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			c.Close()
+			accepted <- struct{}{}
+		}
+	}()
+	// a host process the step must not reach
+	bystander := exec.Command("sleep", "60")
+	if err := bystander.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer bystander.Process.Kill()
+	probe := fmt.Sprintf(`
+import ctypes, os, signal, socket, subprocess
+try:
+    print(open(%q).read()[:10]); print("HOST-FILE")
+except OSError:
+    print("file-denied")
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect(%q); print("HOST-SOCKET")
+except OSError:
+    print("socket-denied")
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmget.argtypes = [ctypes.c_int, ctypes.c_size_t, ctypes.c_int]
+print("segment" if libc.shmget(0x5e5e, 1 << 20, 0o1000 | 0o666) >= 0 else "no-segment")
+try:
+    os.kill(%d, signal.SIGKILL); print("KILLED-HOST")
+except OSError:
+    print("host-pid-unreachable")
+r = subprocess.run(["bash", "-c", "for i in $(seq 400); do sleep 5 & done 2>&1 | tail -1; wait"],
+                   capture_output=True, text=True, timeout=20)
+print("bomb-bounded" if "fork" in (r.stdout + r.stderr) or "Resource" in (r.stdout + r.stderr) else "BOMB-UNBOUNDED")
+`, src, sock, bystander.Process.Pid)
+	st := imageStep(u, "python3 -c '"+strings.ReplaceAll(probe, "'", `'\''`)+"'; kill -9 -1; echo after-kill")
+	st.Pids = 64
+	res, err := swerun.RunInImage(context.Background(), l.j, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"file-denied", "socket-denied", "segment", "host-pid-unreachable", "bomb-bounded"} {
+		if !strings.Contains(res.Stdout, want) {
+			t.Errorf("want %q in:\n%s", want, res.Stdout)
+		}
+	}
+	for _, bad := range []string{"HOST-FILE", "HOST-SOCKET", "KILLED-HOST", "BOMB-UNBOUNDED"} {
+		if strings.Contains(res.Stdout, bad) {
+			t.Errorf("%s:\n%s", bad, res.Stdout)
+		}
+	}
+	select {
+	case <-accepted:
+		t.Error("the host's socket accepted a connection from the image's root")
+	case <-time.After(50 * time.Millisecond):
+	}
+	if bystander.ProcessState != nil || syscall.Kill(bystander.Process.Pid, 0) != nil {
+		t.Error("the host's process is gone")
+	}
+	// the segment went with the step: the next step finds none
+	look := imageStep(u, `python3 -c 'import ctypes; l = ctypes.CDLL(None); print("FOUND" if l.shmget(0x5e5e, 0, 0) >= 0 else "gone")'`)
+	res, err = swerun.RunInImage(context.Background(), l.j, look)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Stdout, "gone") {
+		t.Errorf("the next step: %s", res.Stdout)
+	}
+	if out, _ := exec.Command("ipcs", "-m").Output(); strings.Contains(string(out), "0x00005e5e") {
+		t.Errorf("the segment is on the host:\n%s", out)
 	}
 }
