@@ -108,6 +108,10 @@ func TestRunScoresSWERows(t *testing.T) {
 		t.Errorf("reward_error %s", errs)
 	}
 	cs := readJSONL(t, cases)
+	if sw, ok := cs[1]["swe"].(map[string]any); !ok || sw["outcome"] != "resolved" || sw["f2p_passed"] != 1.0 ||
+		sw["patch_applied"] != true {
+		t.Errorf("the first case of the first response lacks its outcome: %v", cs[1])
+	}
 	var sawTest bool
 	for _, c := range cs[1:] {
 		if c["input"] == "tests/test_ops.py::test_add" && c["expected_output"] == "FAIL_TO_PASS" {
@@ -118,9 +122,16 @@ func TestRunScoresSWERows(t *testing.T) {
 		t.Errorf("the cases do not name the tests: %v", cs[1])
 	}
 	// show, check and report read it
-	if code, stdout, stderr := run(context.Background(), "show", out, "--cases", cases); code != ExitOK ||
-		!strings.Contains(stdout, "test_add") {
-		t.Errorf("show: exit %d\n%s\n%s", code, stdout, stderr)
+	code, shown, stderr := run(context.Background(), "show", out, "--cases", cases)
+	if code != ExitOK {
+		t.Errorf("show: exit %d\n%s\n%s", code, shown, stderr)
+	}
+	for _, want := range []string{"test_add", "fixture__calc-1: resolved · SWE-bench 4.1.0 rules · applied by git apply",
+		"FAIL_TO_PASS 1/1 · PASS_TO_PASS 1/1 · test command exit 0", "fixture__calc-1: tests failed", "patch missing",
+		"test log (its end):"} {
+		if !strings.Contains(shown, want) {
+			t.Errorf("show lacks %q:\n%s", want, shown)
+		}
 	}
 	if code, _, stderr := run(context.Background(), "report", out, "--cases", cases, "-o",
 		filepath.Join(dir, "r.html")); code != ExitOK {

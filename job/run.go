@@ -783,8 +783,11 @@ func createCases(path string, prov *results.Provenance) (results.CaseWriter, err
 // writeCases writes the cases of a row's responses.
 func writeCases(w results.CaseWriter, rec *results.Row) error {
 	for j, cases := range rec.Cases {
-		for _, cr := range cases {
+		for k, cr := range cases {
 			c := results.Case{Row: rec.Index, ResponseIndex: j, DataSource: rec.DataSource, Case: cr}
+			if k == 0 && j < len(rec.Responses) {
+				c.SWE = rec.Responses[j].SWE // a repository task's outcome, once per response
+			}
 			if err := w.Write(&c); err != nil {
 				return err
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/verl-score/verl-score/results"
 	"github.com/verl-score/verl-score/rollout"
+	"github.com/verl-score/verl-score/score"
 	"github.com/verl-score/verl-score/testcases"
 	"github.com/verl-score/verl-score/verdict"
 )
@@ -35,6 +36,8 @@ type Response struct {
 	Verdicts []int8         `json:"verdicts"`
 	Statuses []string       `json:"statuses"`
 	Cases    []verdict.Case `json:"cases,omitempty"` // nil without a cases file
+	// SWE is a repository task's outcome, from the cases file.
+	SWE *score.SWEResult `json:"swe,omitempty"`
 }
 
 // Name names the response: by its task id when the dataset has one, else
@@ -194,6 +197,9 @@ func addCases(path string, rs []*Response) error {
 	_, err := results.ReadCases(path, func(c *results.Case) error {
 		if r := byKey[[2]int{c.Row, c.ResponseIndex}]; r != nil {
 			r.Cases = append(r.Cases, c.Case)
+			if c.SWE != nil {
+				r.SWE = c.SWE
+			}
 		}
 		return nil
 	})

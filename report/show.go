@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/verl-score/verl-score/explain"
+	"github.com/verl-score/verl-score/score"
 	"github.com/verl-score/verl-score/verdict"
 )
 
@@ -29,6 +30,9 @@ func WriteText(w io.Writer, r *Response) error {
 	fmt.Fprintf(b, "── %s %s\n", title, strings.Repeat("─", max(0, 72-len([]rune(title)))))
 	if r.Error != "" {
 		fmt.Fprintf(b, "reward_error: %s\n", r.Error)
+	}
+	if s := r.SWE; s != nil {
+		writeSWE(b, s)
 	}
 	switch {
 	case r.Code != "":
@@ -55,6 +59,43 @@ func WriteText(w io.Writer, r *Response) error {
 	b.WriteString("\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeSWE writes a repository task's outcome: what came of it, how the
+// patch applied, the tests' counts, the audit's flags, the log's end.
+func writeSWE(b *strings.Builder, s *score.SWEResult) {
+	fmt.Fprintf(b, "%s: %s", s.InstanceID, strings.ReplaceAll(s.Outcome, "_", " "))
+	if s.Why != "" {
+		fmt.Fprintf(b, " (%s)", firstLineOf(s.Why))
+	}
+	fmt.Fprintf(b, " · SWE-bench %s rules", s.Rules)
+	if s.PatchApplied {
+		fmt.Fprintf(b, " · applied by %s", s.AppliedBy)
+	}
+	fmt.Fprintf(b, " · FAIL_TO_PASS %d/%d · PASS_TO_PASS %d/%d", s.F2PPassed, s.F2PTotal, s.P2PPassed, s.P2PTotal)
+	if s.ExitCode >= 0 {
+		fmt.Fprintf(b, " · test command exit %d", s.ExitCode)
+	}
+	b.WriteString("\n")
+	for _, f := range s.Flags {
+		fmt.Fprintf(b, "  flagged: %s %s\n", f.Kind, f.Path)
+	}
+	if !s.PatchApplied && s.ApplyOutput != "" {
+		fmt.Fprintf(b, "apply output:\n%s\n", block(s.ApplyOutput))
+	}
+	if s.Log != "" {
+		fmt.Fprintf(b, "test log (its end):\n%s\n", block(lastLinesOf(s.Log, 15)))
+	}
+}
+
+func firstLineOf(s string) string { return strings.SplitN(strings.TrimSpace(s), "\n", 2)[0] }
+
+func lastLinesOf(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 func writeCase(b *strings.Builder, c *verdict.Case) {

@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 
 	"github.com/verl-score/verl-score/atomicfile"
+	"github.com/verl-score/verl-score/score"
 	"github.com/verl-score/verl-score/verdict"
 )
 
@@ -27,6 +28,9 @@ type Case struct {
 	ResponseIndex int    `json:"response_index"`
 	DataSource    string `json:"data_source"`
 	verdict.Case
+	// SWE is a repository task's outcome, on the first case of its
+	// response (its texts cut as the cases' are).
+	SWE *score.SWEResult `json:"swe,omitempty"`
 }
 
 // ProvenanceKey is the parquet key-value metadata key of a run's

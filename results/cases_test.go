@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/verl-score/verl-score/score"
+	"github.com/verl-score/verl-score/swe"
 	"github.com/verl-score/verl-score/verdict"
 )
 
@@ -43,6 +45,21 @@ func testCases() []Case {
 			DataSource:    "x\xffy",
 			Case: verdict.Case{Verdict: verdict.RuntimeError, Status: "runtime_error",
 				Stdout: ptr("caf\xc3"), Checker: &verdict.Checker{Error: "checker crashed"}},
+		},
+		{
+			Row:        3,
+			DataSource: "swe-gym",
+			Case: verdict.Case{Verdict: verdict.True, Input: "tests/t.py::test_a", ExpectedOutput: "FAIL_TO_PASS",
+				Status: "swe_passed", Stdout: ptr("PASSED")},
+			SWE: &score.SWEResult{InstanceID: "o__r-1", Outcome: "resolved", Rules: "4.1.0", Resolved: true,
+				Resolution: "RESOLVED_FULL", PatchApplied: true, AppliedBy: "git apply --verbose", F2PPassed: 1, F2PTotal: 1,
+				P2PTotal: 2, P2PPassed: 2, ExitCode: 0, Flags: []swe.Flag{{Kind: "conftest", Path: "conftest.py"},
+					{Kind: "edits_tests", Path: "tests/x.py"}}, ApplyOutput: "Applied", Log: "PASSED t", Plan: "install_config"},
+		},
+		{
+			Row:  4,
+			Case: verdict.Case{Verdict: verdict.False, Status: "swe_patch_missing"},
+			SWE:  &score.SWEResult{InstanceID: "o__r-2", Outcome: "patch_missing", Why: "none", Rules: "5", ExitCode: -1},
 		},
 	}
 }

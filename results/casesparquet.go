@@ -17,6 +17,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/verl-score/verl-score/atomicfile"
+	"github.com/verl-score/verl-score/score"
+	"github.com/verl-score/verl-score/swe"
 	"github.com/verl-score/verl-score/verdict"
 )
 
@@ -53,7 +55,33 @@ var CasesSchema = arrow.NewSchema([]arrow.Field{
 	{Name: "cpu_time", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
 	{Name: "compile_cpu_time", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
 	{Name: "cpu_wait", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	{Name: "swe", Type: sweType, Nullable: true},
 }, nil)
+
+// sweType is a repository task's outcome (score.SWEResult), its fields
+// named as its JSON keys.
+var sweType = arrow.StructOf(
+	arrow.Field{Name: "instance_id", Type: arrow.BinaryTypes.String, Nullable: true},
+	arrow.Field{Name: "outcome", Type: arrow.BinaryTypes.String, Nullable: true},
+	arrow.Field{Name: "why", Type: arrow.BinaryTypes.String, Nullable: true},
+	arrow.Field{Name: "rules", Type: arrow.BinaryTypes.String, Nullable: true},
+	arrow.Field{Name: "resolved", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
+	arrow.Field{Name: "resolution", Type: arrow.BinaryTypes.String, Nullable: true},
+	arrow.Field{Name: "patch_applied", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
+	arrow.Field{Name: "applied_by", Type: arrow.BinaryTypes.String, Nullable: true},
+	arrow.Field{Name: "f2p_passed", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	arrow.Field{Name: "f2p_total", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	arrow.Field{Name: "p2p_passed", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	arrow.Field{Name: "p2p_total", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	arrow.Field{Name: "test_exit_code", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	arrow.Field{Name: "flags", Type: arrow.ListOf(arrow.StructOf(
+		arrow.Field{Name: "kind", Type: arrow.BinaryTypes.String, Nullable: true},
+		arrow.Field{Name: "path", Type: arrow.BinaryTypes.String, Nullable: true},
+	)), Nullable: true},
+	arrow.Field{Name: "apply_output", Type: arrow.BinaryTypes.String, Nullable: true},
+	arrow.Field{Name: "log", Type: arrow.BinaryTypes.String, Nullable: true},
+	arrow.Field{Name: "plan", Type: arrow.BinaryTypes.String, Nullable: true},
+)
 
 var checkerType = arrow.StructOf(
 	arrow.Field{Name: "exit_code", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
@@ -231,10 +259,86 @@ func (w *casesParquet) Write(c *Case) error {
 	f64Ptr(f[26], c.CPUTime)
 	f64Ptr(f[27], c.CompileCPUTime)
 	f64Ptr(f[28], c.CPUWait)
+	writeSWE(f[29].(*array.StructBuilder), c.SWE)
 	if w.n++; w.n >= casesBatch {
 		return w.flush()
 	}
 	return nil
+}
+
+func writeSWE(b *array.StructBuilder, r *score.SWEResult) {
+	if r == nil {
+		b.AppendNull()
+		return
+	}
+	b.Append(true)
+	f := b.FieldBuilder
+	str(f(0), r.InstanceID)
+	str(f(1), r.Outcome)
+	strOmit(f(2), r.Why)
+	str(f(3), r.Rules)
+	f(4).(*array.BooleanBuilder).Append(r.Resolved)
+	strOmit(f(5), r.Resolution)
+	f(6).(*array.BooleanBuilder).Append(r.PatchApplied)
+	strOmit(f(7), r.AppliedBy)
+	i64(f(8), r.F2PPassed)
+	i64(f(9), r.F2PTotal)
+	i64(f(10), r.P2PPassed)
+	i64(f(11), r.P2PTotal)
+	i64(f(12), r.ExitCode)
+	lb := f(13).(*array.ListBuilder)
+	if len(r.Flags) == 0 {
+		lb.AppendNull()
+	} else {
+		lb.Append(true)
+		sb := lb.ValueBuilder().(*array.StructBuilder)
+		for _, fl := range r.Flags {
+			sb.Append(true)
+			str(sb.FieldBuilder(0), fl.Kind)
+			str(sb.FieldBuilder(1), fl.Path)
+		}
+	}
+	strOmit(f(14), r.ApplyOutput)
+	strOmit(f(15), r.Log)
+	strOmit(f(16), r.Plan)
+}
+
+// readSWE is the outcome in row i of the swe column, nil where it is null.
+func readSWE(a arrow.Array, i int) *score.SWEResult {
+	st, ok := a.(*array.Struct)
+	if !ok || st.IsNull(i) {
+		return nil
+	}
+	s := func(k int) string {
+		if v, ok := st.Field(k).(*array.String); ok && !v.IsNull(i) {
+			return v.Value(i)
+		}
+		return ""
+	}
+	n := func(k int) int {
+		if v, ok := st.Field(k).(*array.Int64); ok && !v.IsNull(i) {
+			return int(v.Value(i))
+		}
+		return 0
+	}
+	b := func(k int) bool {
+		v, ok := st.Field(k).(*array.Boolean)
+		return ok && !v.IsNull(i) && v.Value(i)
+	}
+	r := &score.SWEResult{InstanceID: s(0), Outcome: s(1), Why: s(2), Rules: s(3), Resolved: b(4), Resolution: s(5),
+		PatchApplied: b(6), AppliedBy: s(7), F2PPassed: n(8), F2PTotal: n(9), P2PPassed: n(10), P2PTotal: n(11),
+		ExitCode: n(12), ApplyOutput: s(14), Log: s(15), Plan: s(16)}
+	if l, ok := st.Field(13).(*array.List); ok && !l.IsNull(i) {
+		start, end := l.ValueOffsets(i)
+		if vals, ok := l.ListValues().(*array.Struct); ok {
+			kinds, _ := vals.Field(0).(*array.String)
+			paths, _ := vals.Field(1).(*array.String)
+			for k := start; k < end && kinds != nil && paths != nil; k++ {
+				r.Flags = append(r.Flags, swe.Flag{Kind: kinds.Value(int(k)), Path: paths.Value(int(k))})
+			}
+		}
+	}
+	return r
 }
 
 func (w *casesParquet) flush() error {
@@ -458,6 +562,9 @@ func (cs *columns) caseAt(i int) (*Case, error) {
 			ck.Error = e.Value(i)
 		}
 		c.Checker = ck
+	}
+	if a := cs.col("swe", i); a != nil {
+		c.SWE = readSWE(a, i)
 	}
 	if a, ok := cs.col("audit", i).(*array.List); ok {
 		start, end := a.ValueOffsets(i)

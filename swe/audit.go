@@ -10,8 +10,8 @@ import (
 // stricter rule a flagged resolved rollout scores 0 (see
 // docs/semantics.md, "Reward hacks").
 type Flag struct {
-	Kind string // one of the Flag* kinds
-	Path string
+	Kind string `json:"kind"` // one of the Flag* kinds
+	Path string `json:"path"`
 }
 
 // The kinds of flag.
