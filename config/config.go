@@ -703,8 +703,8 @@ func (l *Loader) Load() (*Config, error) {
 			return nil, &fileError{err}
 		}
 	}
-	c := &Config{Engine: score.DefaultOptions(), Reader: rollout.DefaultOptions(), Retry: sandboxclient.DefaultRetryPolicy(),
-		SWE: swerun.DefaultOptions}
+	c := &Config{Engine: score.DefaultOptions(), Reader: rollout.DefaultOptions(),
+		Retry: sandboxclient.DefaultRetryPolicy(), SWE: swerun.DefaultOptions}
 	var errs []error
 	fileFault := false
 	for _, s := range Settings() {

@@ -186,7 +186,8 @@ func (s *Store) ImportDir(dir string, progress func(int64)) (*Unpacked, error) {
 		go func() { pw.CloseWithError(DirTar(pw, abs, "", time.Time{})) }()
 		return pr
 	}
-	cfg := &v1.ConfigFile{OS: "linux", Config: v1.Config{Env: []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}}}
+	path := "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	cfg := &v1.ConfigFile{OS: "linux", Config: v1.Config{Env: []string{path}}}
 	return s.unpack(id, []string{abs}, abs, cfg, open, progress)
 }
 
