@@ -15,6 +15,7 @@ import (
 	"github.com/verl-score/verl-score/resultcache"
 	"github.com/verl-score/verl-score/rollout"
 	"github.com/verl-score/verl-score/sandbox"
+	"github.com/verl-score/verl-score/sandbox/swerun"
 	"github.com/verl-score/verl-score/sandbox/toolchain"
 	"github.com/verl-score/verl-score/sandboxclient"
 	"github.com/verl-score/verl-score/score"
@@ -136,6 +137,8 @@ type scoring struct {
 	probe func() error
 	// endpoints gives a fleet's per-endpoint figures; nil for one sandbox.
 	endpoints func() []sandboxclient.EndpointStats
+	// swe runs repository tasks (the embedded sandbox only; else nil).
+	swe *swerun.Runner
 }
 
 // cacheIdentity is the sandbox's part of every cache key: --cache-key, or
@@ -188,10 +191,11 @@ func setupScoring(loader *config.Loader, errOut io.Writer) (*scoring, error) {
 		}
 		eo.Cache = c
 	}
+	var sweRunner *swerun.Runner
 	if l, ok := client.(*sandbox.Local); ok {
 		// repository tasks run in the embedded sandbox alone
 		if r, err := sandbox.NewSWE(l, cfg.Images, cfg.ImageStore, cfg.SWE); err == nil {
-			eo.SWE = r
+			eo.SWE, sweRunner = r, r
 		}
 	}
 	eng, err := score.New(client, eo)
@@ -199,7 +203,7 @@ func setupScoring(loader *config.Loader, errOut io.Writer) (*scoring, error) {
 		closeClient()
 		return nil, err
 	}
-	sc := &scoring{cfg: cfg, reader: ro, eng: eng, desc: desc, close: closeClient, warn: warn,
+	sc := &scoring{cfg: cfg, reader: ro, eng: eng, desc: desc, close: closeClient, warn: warn, swe: sweRunner,
 		probe: func() error {
 			if len(cfg.SandboxURL) == 0 {
 				return nil

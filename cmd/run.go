@@ -139,6 +139,9 @@ func runScore(ctx context.Context, opts *runOptions) error {
 	}
 	if !opts.quiet {
 		fmt.Fprintf(errOut, "verl-score: scoring %s into %s with the %s\n", opts.input, output, sc.desc)
+		if sc.swe != nil {
+			sc.swe.Notify = func(msg string) { fmt.Fprintln(errOut, "verl-score:", msg) }
+		}
 	}
 
 	// With the data on stdout, the summary goes to stderr.

@@ -410,3 +410,23 @@ func TestWorkerScoresSWERows(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSWEUnpackIsAnnounced: an image's first unpack into a store is said
+// as it starts and ends (it takes a while, once); the next run says
+// nothing of it.
+func TestSWEUnpackIsAnnounced(t *testing.T) {
+	in, images := sweDataset(t, [][]string{{imagetest.CalcGoldPatch}}, nil)
+	store := t.TempDir()
+	for i, want := range []bool{true, false} {
+		out := filepath.Join(t.TempDir(), "out.jsonl")
+		code, _, stderr := run(context.Background(), "run", in, "-o", out, "--images", images, "--image-store", store)
+		if code != ExitOK {
+			t.Fatalf("run %d: exit %d\n%s", i, code, stderr)
+		}
+		said := strings.Contains(stderr, "unpacking image "+imagetest.CalcRef) &&
+			strings.Contains(stderr, "image "+imagetest.CalcRef+" unpacked: ")
+		if said != want || (!want && strings.Contains(stderr, "unpacking")) {
+			t.Errorf("run %d: announced %v, want %v:\n%s", i, said, want, stderr)
+		}
+	}
+}

@@ -388,13 +388,24 @@ func (r *Runner) start(s *Spec, uid int, fork bool, grp *cgroup.Run, stdin, stdo
 			sc.Op(nsinit.OpJoin, fds...)
 		}
 		view := r.View.Script
+		extra := join
 		if s.Image != nil {
 			view = r.View.ImageScript
+			// The image's root goes to the init as an fd: it reaches the
+			// unpacked tree through it (/proc/self/fd/N) however closed the
+			// store's parent directories are to the image's root user.
+			lower, err := openTree(s.Image.Lower)
+			if err != nil {
+				return nil, fmt.Errorf("the image's root %s: %w", s.Image.Lower, err)
+			}
+			defer lower.Close()
+			s.Image.lowerFD = 5 + len(join)
+			extra = append(join[:len(join):len(join)], lower)
 		}
 		script := append(sc.Bytes(), view(s, uid, argv, r.maxOutput(s))...)
 		script = append(script, r.LockdownOp()...)
 		var err error
-		if cmd, report, err = r.InitCommand(script, attr, join...); err != nil {
+		if cmd, report, err = r.InitCommand(script, attr, extra...); err != nil {
 			return nil, err
 		}
 		if s.Image != nil {

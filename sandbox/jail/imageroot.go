@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"syscall"
+	"unsafe"
 
 	"github.com/verl-score/verl-score/sandbox/nsinit"
 )
@@ -30,7 +31,34 @@ type ImageRoot struct {
 	// to the step's cgroup); UpperInodes its files.
 	UpperMB, UpperInodes int
 	IDBase, IDRange      int
+
+	lowerFD int // the init's fd of Lower (set by start)
 }
+
+// openTree is a detached copy of the mount of dir (open_tree with
+// OPEN_TREE_CLONE): an fd the init attaches in its own mount namespace
+// (move_mount), so that it reaches the unpacked tree however closed the
+// store's parent directories are to the image's root user.
+func openTree(dir string) (*os.File, error) {
+	p, err := syscall.BytePtrFromString(dir)
+	if err != nil {
+		return nil, err
+	}
+	const openTreeClone, atRecursive = 1, 0x8000
+	cwd := atFDCWD
+	fd, _, errno := syscall.Syscall(sysOpenTree, uintptr(cwd), uintptr(unsafe.Pointer(p)),
+		openTreeClone|syscall.O_CLOEXEC|atRecursive)
+	if errno != 0 {
+		return nil, errno
+	}
+	return os.NewFile(fd, dir), nil
+}
+
+// open_tree's number, the same on x86-64 and aarch64 (the unified table).
+const (
+	sysOpenTree = 428
+	atFDCWD     = -100
+)
 
 // attr starts the init of a step in an image: new namespaces, the user's
 // mapped onto the image's ids.
@@ -60,7 +88,11 @@ func (v *View) ImageScript(s *Spec, _ int, argv []string, maxFetch int) []byte {
 	if inodes <= 0 {
 		inodes = im.UpperMB << 20 / 4096
 	}
-	sc.Op(nsinit.OpOverlay, v.mount, im.Lower, itoa(im.UpperMB), itoa(inodes), "0", "0")
+	lower := im.Lower
+	if im.lowerFD > 0 {
+		lower = "fd:" + itoa(im.lowerFD) // a detached mount to attach (openTree)
+	}
+	sc.Op(nsinit.OpOverlay, v.mount, lower, itoa(im.UpperMB), itoa(inodes), "0", "0")
 	for _, d := range devNodes {
 		p := "/dev/" + d
 		if fi, err := os.Stat(p); err == nil && fi.Mode()&os.ModeDevice != 0 {

@@ -312,10 +312,23 @@ func overlayRoot(a []string) (string, error) {
 	}
 	// The upper holds the root directory's own owner and mode: the
 	// merged root's come from it.
-	for _, d := range []string{"/upper", "/work", "/root"} {
+	for _, d := range []string{"/upper", "/work", "/root", "/lower"} {
 		if err := syscall.Mkdir(space+d, 0o755); err != nil {
 			return "", err
 		}
+	}
+	// The image's root given as "fd:N", a detached mount of it, is
+	// attached here first (move_mount): it reaches a tree whose parent
+	// directories the image's root user could not pass.
+	if len(lower) > 3 && lower[:3] == "fd:" {
+		fd, ok := Atoi(lower[3:])
+		if !ok {
+			return "", syscall.EINVAL
+		}
+		if err := moveMount(fd, space+"/lower"); err != nil {
+			return "", err
+		}
+		lower = space + "/lower"
 	}
 	if err := syscall.Chown(space+"/upper", uid, gid); err != nil {
 		return "", err
@@ -325,6 +338,27 @@ func overlayRoot(a []string) (string, error) {
 		return "", err
 	}
 	return space + "/root", nil
+}
+
+// moveMount attaches the detached mount fd at path (move_mount with
+// MOVE_MOUNT_F_EMPTY_PATH).
+func moveMount(fd int, path string) error {
+	empty, err := syscall.BytePtrFromString("")
+	if err != nil {
+		return err
+	}
+	to, err := syscall.BytePtrFromString(path)
+	if err != nil {
+		return err
+	}
+	const sysMoveMount, emptyPath = 429, 0x4 // the unified table's number, x86-64 and aarch64 alike
+	cwd := -100                              // AT_FDCWD
+	_, _, errno := syscall.Syscall6(sysMoveMount, uintptr(fd), uintptr(unsafe.Pointer(empty)), uintptr(cwd),
+		uintptr(unsafe.Pointer(to)), emptyPath, 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
 }
 
 // tmpfsOptions are a tmpfs's mount options: its size and, where the

@@ -10,7 +10,9 @@ import (
 )
 
 // Runner runs no repository task where there is no Linux.
-type Runner struct{}
+type Runner struct {
+	Notify func(msg string) // unused here
+}
 
 // Evaluate is never called: no Runner is made here.
 func (*Runner) Evaluate(context.Context, *swe.Instance, *swe.Plan, string) *swe.Outcome {

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
 	"github.com/verl-score/verl-score/sandbox/image"
 	"github.com/verl-score/verl-score/sandbox/jail"
 	"github.com/verl-score/verl-score/swe"
@@ -24,6 +26,9 @@ type Runner struct {
 	Catalog *image.Catalog
 	Store   *image.Store
 	Opts    Options
+
+	// Notify, if set, is told of an unpack as it starts and ends.
+	Notify func(msg string)
 
 	// what NewSWE opens on first use
 	once                sync.Once
@@ -87,7 +92,35 @@ func (s *Runner) Environment(inst *swe.Instance) (*image.Unpacked, error) {
 	if err != nil {
 		return nil, fmt.Errorf("image %s in %s: %w", ref, e.Where, err)
 	}
-	return s.Store.Unpack(img, e.Names, e.Where, nil)
+	return s.unpack(ref, func() (*image.Unpacked, error) { return s.Store.Unpack(img, e.Names, e.Where, nil) },
+		s.stored(img))
+}
+
+// stored tells whether img is in the store already.
+func (s *Runner) stored(img v1.Image) func() bool {
+	return func() bool {
+		id, err := image.ID(img)
+		if err != nil {
+			return false
+		}
+		_, ok := s.Store.Get(id)
+		return ok
+	}
+}
+
+// unpack unpacks an image, saying so through Notify when it is not in the
+// store yet (an unpack of GBs takes a while, once).
+func (s *Runner) unpack(ref string, do func() (*image.Unpacked, error), stored func() bool) (*image.Unpacked, error) {
+	if s.Notify == nil || stored() {
+		return do()
+	}
+	s.Notify(fmt.Sprintf("unpacking image %s into %s (once: later rollouts and runs share it)", ref, s.Store.Dir()))
+	u, err := do()
+	if err == nil {
+		s.Notify(fmt.Sprintf("image %s unpacked: %d files, %.1f MB, in %.1f s", ref, u.Meta.Files,
+			float64(u.Meta.Bytes)/(1<<20), u.Meta.Seconds))
+	}
+	return u, err
 }
 
 // isPath: a row names its image by path ("/…", "./…", "../…").
@@ -113,7 +146,8 @@ func (s *Runner) fromPath(path string) (*image.Unpacked, error) {
 	if err != nil {
 		return nil, fmt.Errorf("image %s: %w", path, err)
 	}
-	return s.Store.Unpack(img, e.Names, e.Where, nil)
+	return s.unpack(path, func() (*image.Unpacked, error) { return s.Store.Unpack(img, e.Names, e.Where, nil) },
+		s.stored(img))
 }
 
 // Evaluate runs one rollout: the patch applied in the instance's image,
