@@ -498,7 +498,7 @@ func (r *runner) result(res *score.Result, ref rowRef, j int) error {
 		Audit:       res.Audit,
 		Language:    res.Language,
 		Crash:       results.CrashAtStart(res.Cases),
-		SWE:         trimSWE(res.SWE, r.opts.MaxText),
+		SWE:         res.SWE.Trimmed(r.opts.MaxText),
 	}
 	for _, c := range res.Cases {
 		rr.StarvedReruns += c.StarvedReruns
@@ -522,21 +522,6 @@ func (r *runner) result(res *score.Result, ref rowRef, j int) error {
 		return err
 	}
 	return r.flushLocked()
-}
-
-// trimSWE is a repository task's outcome with its apply output and log cut
-// to max bytes each, as the cases' texts are.
-func trimSWE(s *score.SWEResult, max int) *score.SWEResult {
-	if s == nil || max <= 0 {
-		return s
-	}
-	c := *s
-	for _, t := range []*string{&c.ApplyOutput, &c.Log} {
-		if len(*t) > max {
-			*t = (*t)[len(*t)-max:] // the end, where the summary and the errors are
-		}
-	}
-	return &c
 }
 
 // exactOf is r's exact reward, kept when the run compares otherwise.

@@ -84,19 +84,11 @@ func writeSWE(b *strings.Builder, s *score.SWEResult) {
 		fmt.Fprintf(b, "apply output:\n%s\n", block(s.ApplyOutput))
 	}
 	if s.Log != "" {
-		fmt.Fprintf(b, "test log (its end):\n%s\n", block(lastLinesOf(s.Log, 15)))
+		fmt.Fprintf(b, "test log (its end):\n%s\n", block(explain.Tail(s.Log, 15)))
 	}
 }
 
 func firstLineOf(s string) string { return strings.SplitN(strings.TrimSpace(s), "\n", 2)[0] }
-
-func lastLinesOf(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
 
 func writeCase(b *strings.Builder, c *verdict.Case) {
 	fmt.Fprintf(b, "case %d  %s  %s", c.CaseIndex, c.Verdict, c.Status)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 
 	"github.com/verl-score/verl-score/swe"
 	"github.com/verl-score/verl-score/verdict"
@@ -175,7 +174,7 @@ func (e *Engine) recordSWE(st *solState, o *swe.Outcome) {
 	inst := st.swe.inst
 	r := &SWEResult{InstanceID: inst.InstanceID, Outcome: o.Kind, Why: o.Why, Rules: string(e.opts.SWERules.Version),
 		PatchApplied: o.PatchApplied, AppliedBy: o.AppliedBy, ExitCode: o.ExitCode, Flags: o.Flags,
-		ApplyOutput: cutText(o.ApplyOutput, maxSWEText), Log: cutText(o.Log, maxSWEText),
+		ApplyOutput: o.ApplyOutput, Log: o.Log,
 		F2PTotal: len(inst.FailToPass), P2PTotal: len(inst.PassToPass)}
 	if st.swe.plan != nil {
 		r.Plan = st.swe.plan.Source
@@ -220,6 +219,7 @@ func (e *Engine) recordSWE(st *solState, o *swe.Outcome) {
 	if infra {
 		e.progress.InfraErrs.Add(int64(len(st.res.Cases)))
 	}
+	r = r.Trimmed(maxSWEText)
 	st.swe.res = r
 	st.res.SWE = r
 	// A response with no patch has a reward_error, as one with no code;
@@ -263,9 +263,18 @@ func (e *Engine) sweScore(r *SWEResult) float64 {
 	return 0
 }
 
-func cutText(s string, n int) string {
-	if len(s) <= n {
-		return s
+// Trimmed is r with its apply output and log cut to their last max bytes
+// each (the end, where the summary and the errors are); r itself when they
+// fit or max is 0.
+func (r *SWEResult) Trimmed(max int) *SWEResult {
+	if r == nil || max <= 0 || len(r.ApplyOutput) <= max && len(r.Log) <= max {
+		return r
 	}
-	return s[:n] + fmt.Sprintf("\n[… %d more bytes]", len(s)-n)
+	c := *r
+	for _, t := range []*string{&c.ApplyOutput, &c.Log} {
+		if len(*t) > max {
+			*t = (*t)[len(*t)-max:]
+		}
+	}
+	return &c
 }

@@ -2,6 +2,8 @@ package swe
 
 import (
 	"strings"
+
+	"github.com/verl-score/verl-score/explain"
 )
 
 // The outcomes of one rollout of a repository task. Environment and
@@ -107,7 +109,7 @@ func Judge(inst *Instance, plan *Plan, patch string, out StepOutput, r Rules) *O
 		o.Kind, o.Why = SandboxError, "the apply step did not report"
 		return o
 	case out.ApplyExit != 0:
-		o.Kind, o.Why = PatchApplyFailed, lastLines(out.ApplyOutput, 3)
+		o.Kind, o.Why = PatchApplyFailed, explain.Tail(out.ApplyOutput, 3)
 		return o
 	}
 	o.PatchApplied = true
@@ -137,11 +139,3 @@ func Judge(inst *Instance, plan *Plan, patch string, out StepOutput, r Rules) *O
 }
 
 func firstLine(s string) string { return strings.SplitN(strings.TrimSpace(s), "\n", 2)[0] }
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}

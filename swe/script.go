@@ -74,11 +74,7 @@ func ModifiedFiles(patch string) []string {
 		if !strings.HasPrefix(lines[i], "--- ") || !strings.HasPrefix(lines[i+1], "+++ ") {
 			continue
 		}
-		src := strings.TrimPrefix(lines[i], "--- ")
-		if tab := strings.IndexByte(src, '\t'); tab >= 0 {
-			src = src[:tab]
-		}
-		src = strings.TrimRight(src, "\r")
+		src := diffPath(strings.TrimPrefix(lines[i], "--- "))
 		if src != "/dev/null" && strings.HasPrefix(src, "a/") {
 			out = append(out, src[2:])
 		}
@@ -87,17 +83,22 @@ func ModifiedFiles(patch string) []string {
 	return out
 }
 
+// diffPath is the path of a ---/+++ line's rest: up to a tab (a timestamp
+// follows it), without a carriage return.
+func diffPath(s string) string {
+	if tab := strings.IndexByte(s, '\t'); tab >= 0 {
+		s = s[:tab]
+	}
+	return strings.TrimRight(s, "\r")
+}
+
 // CreatedFiles are the files a patch creates (--- /dev/null).
 func CreatedFiles(patch string) []string {
 	var out []string
 	lines := strings.Split(patch, "\n")
 	for i := 0; i+1 < len(lines); i++ {
 		if strings.TrimRight(lines[i], "\r\t ") == "--- /dev/null" && strings.HasPrefix(lines[i+1], "+++ b/") {
-			dst := strings.TrimPrefix(lines[i+1], "+++ b/")
-			if tab := strings.IndexByte(dst, '\t'); tab >= 0 {
-				dst = dst[:tab]
-			}
-			out = append(out, strings.TrimRight(dst, "\r"))
+			out = append(out, diffPath(strings.TrimPrefix(lines[i+1], "+++ b/")))
 		}
 	}
 	return out
@@ -116,11 +117,7 @@ func TouchedFiles(patch string) []string {
 	for _, line := range strings.Split(patch, "\n") {
 		switch {
 		case strings.HasPrefix(line, "--- a/"), strings.HasPrefix(line, "+++ b/"):
-			p := line[6:]
-			if tab := strings.IndexByte(p, '\t'); tab >= 0 {
-				p = p[:tab]
-			}
-			add(strings.TrimRight(p, "\r"))
+			add(diffPath(line[6:]))
 		case strings.HasPrefix(line, "diff --git "):
 			if m := diffGitRe.FindStringSubmatch(line); m != nil {
 				add(m[1])

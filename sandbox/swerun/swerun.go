@@ -30,6 +30,11 @@ type Runner struct {
 	// Notify, if set, is told of an unpack as it starts and ends.
 	Notify func(msg string)
 
+	// the environments found so far, by the name a row gives: a rollout
+	// after the first reads no layout or archive again
+	mu   sync.Mutex
+	envs map[string]*image.Unpacked
+
 	// what NewSWE opens on first use
 	once                sync.Once
 	imagesDir, storeDir string
@@ -75,6 +80,25 @@ const (
 // Environment is an instance's image, found and unpacked (once).
 func (s *Runner) Environment(inst *swe.Instance) (*image.Unpacked, error) {
 	ref := inst.ImageRef()
+	s.mu.Lock()
+	u, ok := s.envs[ref]
+	s.mu.Unlock()
+	if ok {
+		return u, nil
+	}
+	u, err := s.environment(ref)
+	if err == nil {
+		s.mu.Lock()
+		if s.envs == nil {
+			s.envs = map[string]*image.Unpacked{}
+		}
+		s.envs[ref] = u
+		s.mu.Unlock()
+	}
+	return u, err
+}
+
+func (s *Runner) environment(ref string) (*image.Unpacked, error) {
 	if err := s.open(); err != nil {
 		return nil, err
 	}
