@@ -15,6 +15,7 @@ import (
 	"github.com/verl-score/verl-score/progress"
 	"github.com/verl-score/verl-score/results"
 	"github.com/verl-score/verl-score/rollout"
+	"github.com/verl-score/verl-score/sandbox/swerun"
 	"github.com/verl-score/verl-score/sandbox/toolchain"
 	"github.com/verl-score/verl-score/version"
 )
@@ -139,9 +140,6 @@ func runScore(ctx context.Context, opts *runOptions) error {
 	}
 	if !opts.quiet {
 		fmt.Fprintf(errOut, "verl-score: scoring %s into %s with the %s\n", opts.input, output, sc.desc)
-		if sc.swe != nil {
-			sc.swe.Notify = func(msg string) { fmt.Fprintln(errOut, "verl-score:", msg) }
-		}
 	}
 
 	// With the data on stdout, the summary goes to stderr.
@@ -156,6 +154,9 @@ func runScore(ctx context.Context, opts *runOptions) error {
 	jo.Reader, jo.Warn, jo.Progress, jo.Endpoints = sc.reader, sc.warn, rows, sc.endpoints
 	jo.Provenance, jo.Toolchains = provenance(opts.loader, sc)
 	reporter := progress.Start(errOut, progressMode(opts.quiet), sc.eng, rows, 5*time.Second)
+	if sc.swe != nil && !opts.quiet {
+		watchUnpacks(sc.swe, reporter, rows)
+	}
 	unwatch := stopOnInterrupt(opts.streams, sc.eng)
 	sum, err := job.Run(ctx, sc.eng, jo)
 	unwatch()
@@ -262,5 +263,16 @@ func provenance(loader *config.Loader, sc *scoring) (*results.Provenance, func([
 			out = append(out, results.Toolchain{Language: t.Language, Program: t.Program, Path: t.Path, Version: t.Version})
 		}
 		return out
+	}
+}
+
+// watchUnpacks shows an image's unpack, the long first step of a
+// repository task's first rollout: a line as it starts and ends, and its
+// bytes so far beside the run's progress.
+func watchUnpacks(r *swerun.Runner, reporter *progress.Reporter, rows *progress.Rows) {
+	r.Notify = func(msg string) { reporter.Println("verl-score: " + msg) }
+	r.Unpacking = func(ref string) (func(int64), func()) {
+		t := rows.Tasks.Begin("unpacking image " + ref)
+		return t.Add, func() { rows.Tasks.End(t) }
 	}
 }

@@ -42,6 +42,9 @@ type Rows struct {
 	// Fed counts the rows of this run handed to the engine (not those from
 	// the journal): with the engine's cases known, the cases per row.
 	Fed atomic.Int64
+	// Tasks are the run's work besides scoring (image unpacks), shown with
+	// the counts.
+	Tasks Tasks
 }
 
 // SetTotal sets the rows to score; -1 while unknown.
@@ -74,6 +77,7 @@ type progressState struct {
 	rowsTotal, rowsDone, rowsResumed, rowsFed int64
 	casesDone, casesTotal, infra, inFlight    int64
 	elapsed                                   time.Duration
+	tasks                                     string // Tasks.String
 }
 
 // estimate is the share of the work done and the time left, one estimate
@@ -131,6 +135,9 @@ func (s progressState) line() string {
 	}
 	fmt.Fprintf(&b, ", %s, %.1f cases/s, %s, %d in flight", Count(int(s.casesDone), "case"), rate,
 		Count(int(s.infra), "infrastructure error"), s.inFlight)
+	if s.tasks != "" {
+		b.WriteString("; " + s.tasks)
+	}
 	return b.String()
 }
 
@@ -149,6 +156,9 @@ func roundLeft(d time.Duration) time.Duration {
 type Reporter struct {
 	stop chan struct{}
 	done sync.WaitGroup
+	w    io.Writer
+	bar  *progressbar.ProgressBar // nil unless a bar is drawn
+	mu   sync.Mutex               // held while the bar is drawn or cleared
 }
 
 // Start renders a run's progress (rows may be nil: cases only): on a
@@ -156,7 +166,7 @@ type Reporter struct {
 // total is unknown) with rate, time left and errors; elsewhere a plain
 // line every interval.
 func Start(w io.Writer, mode Mode, eng *score.Engine, rows *Rows, interval time.Duration) *Reporter {
-	r := &Reporter{stop: make(chan struct{})}
+	r := &Reporter{stop: make(chan struct{}), w: w}
 	if mode == Off {
 		return r
 	}
@@ -180,6 +190,7 @@ func Start(w io.Writer, mode Mode, eng *score.Engine, rows *Rows, interval time.
 		if rows != nil {
 			s.rowsTotal, s.rowsDone = rows.Total.Load(), rows.Done.Load()
 			s.rowsResumed, s.rowsFed = rows.Resumed.Load(), rows.Fed.Load()
+			s.tasks = rows.Tasks.String()
 		}
 		return s
 	}
@@ -198,6 +209,7 @@ func Start(w io.Writer, mode Mode, eng *score.Engine, rows *Rows, interval time.
 			progressbar.OptionClearOnFinish(),
 			progressbar.OptionSetPredictTime(false), // ours, in the description, is the one estimate
 		)
+		r.bar = bar
 		shown := int64(0) // the bar never goes back
 		go func() {
 			defer r.done.Done()
@@ -215,6 +227,10 @@ func Start(w io.Writer, mode Mode, eng *score.Engine, rows *Rows, interval time.
 				if ok {
 					desc += fmt.Sprintf(", about %s left", roundLeft(left))
 				}
+				if s.tasks != "" {
+					desc += "; " + s.tasks
+				}
+				r.mu.Lock()
 				bar.Describe(desc)
 				if s.rowsTotal != barMax && s.rowsTotal >= 0 {
 					barMax = s.rowsTotal // counted after the display started
@@ -226,9 +242,13 @@ func Start(w io.Writer, mode Mode, eng *score.Engine, rows *Rows, interval time.
 				}
 				shown = max(shown, pos)
 				_ = bar.Set64(shown)
+				r.mu.Unlock()
 				select {
 				case <-r.stop:
+					r.mu.Lock()
 					_ = bar.Finish()
+					r.bar = nil
+					r.mu.Unlock()
 					return
 				case <-t.C:
 				}
@@ -250,6 +270,18 @@ func Start(w io.Writer, mode Mode, eng *score.Engine, rows *Rows, interval time.
 		}
 	}()
 	return r
+}
+
+// Println writes a message of its own line beside the display: on a
+// terminal it clears the bar first (the bar is drawn again on its next
+// tick), so the message is not written into the bar's line.
+func (r *Reporter) Println(msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.bar != nil {
+		_ = r.bar.Clear()
+	}
+	fmt.Fprintln(r.w, msg)
 }
 
 // Stop ends the display.

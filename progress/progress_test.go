@@ -140,3 +140,41 @@ func TestProgressEstimateFollowsCases(t *testing.T) {
 		t.Errorf("after a resume: %v, %v; want 0.8, 20s", frac, left)
 	}
 }
+
+// A task under way (an image's unpack) is shown with its bytes in the
+// plain lines and on the bar, and is gone once it ends; a message written
+// beside the bar gets a line of its own (the bar is cleared first).
+func TestProgressShowsTasks(t *testing.T) {
+	for _, mode := range []Mode{Lines, Bar} {
+		rows := NewRows()
+		rows.SetTotal(4)
+		var mu sync.Mutex
+		var buf bytes.Buffer
+		w := writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return buf.Write(p) })
+		read := func() string { mu.Lock(); defer mu.Unlock(); return buf.String() }
+		r := Start(w, mode, newTestEngine(t), rows, 20*time.Millisecond)
+		task := rows.Tasks.Begin("unpacking image calc:1")
+		task.Add(3 << 20)
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(read(), "unpacking image calc:1: 3.0 MB") && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if !strings.Contains(read(), "unpacking image calc:1: 3.0 MB") {
+			t.Fatalf("mode %d: the task is not shown:\n%q", mode, read())
+		}
+		rows.Tasks.End(task)
+		if s := rows.Tasks.String(); s != "" {
+			t.Errorf("mode %d: an ended task is still listed: %q", mode, s)
+		}
+		r.Println("verl-score: image calc:1 unpacked")
+		r.Stop()
+		out := read()
+		i := strings.Index(out, "verl-score: image calc:1 unpacked\n")
+		if i < 0 {
+			t.Fatalf("mode %d: the message is missing:\n%q", mode, out)
+		}
+		if before := out[:i]; before != "" && !strings.HasSuffix(before, "\n") && !strings.HasSuffix(before, "\r") {
+			t.Errorf("mode %d: the message is written into another line:\n%q", mode, out)
+		}
+	}
+}

@@ -6,8 +6,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -167,5 +171,69 @@ func TestSWEImageByPath(t *testing.T) {
 	if o := s.Evaluate(context.Background(), &in, plan, imagetest.CalcGoldPatch); o.Kind != swe.EnvironmentError ||
 		!strings.Contains(o.Why, "/nonexistent/image") {
 		t.Errorf("a missing path: %s (%s)", o.Kind, o.Why)
+	}
+}
+
+// TestSWEDiskCap: a patch whose code writes 10 GB, into the repository,
+// /tmp and /dev/shm in turn, meets the rollout's cap (--env-disk-mb) on
+// each: the writes end in ENOSPC near the cap, the tests still run and the
+// rollout gets its outcome, and the host's disks lose nothing (the upper
+// is a tmpfs of the rollout's own, gone with it).
+func TestSWEDiskCap(t *testing.T) {
+	s, inst := sweFixture(t)
+	s.Opts.DiskMB = 64
+	writer := "import errno, os, sys\n\n\n" +
+		"def fill():\n" +
+		"    for path in (\"/testbed/big\", \"/tmp/big\", \"/dev/shm/big\"):\n" +
+		"        n, err = 0, \"none\"\n" +
+		"        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)\n" +
+		"        try:\n" +
+		"            for _ in range(10 << 10):\n" +
+		"                os.write(fd, bytes(1 << 20))\n" +
+		"                n += 1\n" +
+		"        except OSError as e:\n" +
+		"            err = errno.errorcode[e.errno]\n" +
+		"        os.close(fd)\n" +
+		"        os.remove(path)\n" +
+		"        os.write(1, b\"WROTE %s %d MB %s\\n\" % (path.encode(), n, err.encode()))\n\n\n" +
+		"def add(a, b):\n    fill()\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n"
+	patch := diffOf("calc/ops.py", imagetest.CalcOps, writer)
+	plan, err := swe.PlanFor(inst, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	free := func() map[string]uint64 {
+		m := map[string]uint64{}
+		for _, p := range []string{s.Store.Dir(), os.TempDir(), "/"} {
+			var st syscall.Statfs_t
+			if err := syscall.Statfs(p, &st); err != nil {
+				t.Fatal(err)
+			}
+			m[p] = st.Bavail * uint64(st.Bsize)
+		}
+		return m
+	}
+	before := free()
+	o := s.Evaluate(context.Background(), inst, plan, patch)
+	after := free()
+	if o.Kind != swe.Resolved {
+		t.Errorf("%s (%s), want resolved: the tests run once the writes fail\n%s", o.Kind, o.Why, o.Log)
+	}
+	for _, path := range []string{"/testbed/big", "/tmp/big", "/dev/shm/big"} {
+		m := regexp.MustCompile(`WROTE ` + regexp.QuoteMeta(path) + ` (\d+) MB (\w+)`).FindStringSubmatch(o.Log)
+		if m == nil {
+			t.Errorf("%s: no report of the write in the log\n%s", path, o.Log)
+			continue
+		}
+		if mb, _ := strconv.Atoi(m[1]); m[2] != "ENOSPC" || mb > 64 || mb < 16 {
+			t.Errorf("%s: wrote %s MB and ended with %s; want ENOSPC within the 64 MB cap", path, m[1], m[2])
+		}
+	}
+	for p, b := range before {
+		// Other processes may write meanwhile; the rollout's 3 × 64 MB
+		// would show well above this.
+		if a := after[p]; a+32<<20 < b {
+			t.Errorf("%s: %d MB free before the rollout, %d MB after", p, b>>20, a>>20)
+		}
 	}
 }

@@ -564,10 +564,7 @@ func dockerRules(goarch string, k Kernel) (*specs.LinuxSeccomp, error) {
 	out.Syscalls = nil
 	a := dockerArch[goarch]
 	for _, r := range prof.Syscalls {
-		names := r.Names
-		if r.Name != "" {
-			names = append(names, r.Name)
-		}
+		names := append(slices.Clone(r.Names), oldName(r)...)
 		if ex := r.Excludes; ex != nil {
 			// No capability is held, so none excludes a rule.
 			if slices.Contains(ex.Arches, a) || ex.MinKernel != nil && k.atLeast(ex.MinKernel) {
@@ -719,4 +716,15 @@ func Supported() error {
 		return errors.New("this kernel has no seccomp filters (CONFIG_SECCOMP_FILTER)")
 	}
 	return nil
+}
+
+// oldName is the call a rule names by its deprecated single-name field,
+// which a profile written before Names may still use.
+func oldName(r *docker.Syscall) []string {
+	//lint:ignore SA1019 read on purpose, for older profiles
+	if r.Name == "" {
+		return nil
+	}
+	//lint:ignore SA1019 as above
+	return []string{r.Name}
 }

@@ -11,7 +11,8 @@ import (
 
 // Runner runs no repository task where there is no Linux.
 type Runner struct {
-	Notify func(msg string) // unused here
+	Notify    func(msg string)                                     // unused here
+	Unpacking func(ref string) (progress func(int64), done func()) // unused here
 }
 
 // Evaluate is never called: no Runner is made here.

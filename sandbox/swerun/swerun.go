@@ -29,6 +29,9 @@ type Runner struct {
 
 	// Notify, if set, is told of an unpack as it starts and ends.
 	Notify func(msg string)
+	// Unpacking, if set, is called as an image's unpack starts: progress is
+	// told the bytes written as they are, and done is called at its end.
+	Unpacking func(ref string) (progress func(bytes int64), done func())
 
 	// the environments found so far, by the name a row gives: a rollout
 	// after the first reads no layout or archive again
@@ -116,7 +119,7 @@ func (s *Runner) environment(ref string) (*image.Unpacked, error) {
 	if err != nil {
 		return nil, fmt.Errorf("image %s in %s: %w", ref, e.Where, err)
 	}
-	return s.unpack(ref, func() (*image.Unpacked, error) { return s.Store.Unpack(img, e.Names, e.Where, nil) },
+	return s.unpack(ref, func(p func(int64)) (*image.Unpacked, error) { return s.Store.Unpack(img, e.Names, e.Where, p) },
 		s.stored(img))
 }
 
@@ -132,15 +135,24 @@ func (s *Runner) stored(img v1.Image) func() bool {
 	}
 }
 
-// unpack unpacks an image, saying so through Notify when it is not in the
-// store yet (an unpack of GBs takes a while, once).
-func (s *Runner) unpack(ref string, do func() (*image.Unpacked, error), stored func() bool) (*image.Unpacked, error) {
-	if s.Notify == nil || stored() {
-		return do()
+// unpack unpacks an image, saying so through Notify and Unpacking when it
+// is not in the store yet (an unpack of GBs takes a while, once).
+func (s *Runner) unpack(ref string, do func(progress func(int64)) (*image.Unpacked, error),
+	stored func() bool) (*image.Unpacked, error) {
+	if (s.Notify == nil && s.Unpacking == nil) || stored() {
+		return do(nil)
 	}
-	s.Notify(fmt.Sprintf("unpacking image %s into %s (once: later rollouts and runs share it)", ref, s.Store.Dir()))
-	u, err := do()
-	if err == nil {
+	if s.Notify != nil {
+		s.Notify(fmt.Sprintf("unpacking image %s into %s (once: later rollouts and runs share it)", ref, s.Store.Dir()))
+	}
+	var progress func(int64)
+	if s.Unpacking != nil {
+		p, done := s.Unpacking(ref)
+		defer done()
+		progress = p
+	}
+	u, err := do(progress)
+	if err == nil && s.Notify != nil {
 		s.Notify(fmt.Sprintf("image %s unpacked: %d files, %.1f MB, in %.1f s", ref, u.Meta.Files,
 			float64(u.Meta.Bytes)/(1<<20), u.Meta.Seconds))
 	}
@@ -170,7 +182,7 @@ func (s *Runner) fromPath(path string) (*image.Unpacked, error) {
 	if err != nil {
 		return nil, fmt.Errorf("image %s: %w", path, err)
 	}
-	return s.unpack(path, func() (*image.Unpacked, error) { return s.Store.Unpack(img, e.Names, e.Where, nil) },
+	return s.unpack(path, func(p func(int64)) (*image.Unpacked, error) { return s.Store.Unpack(img, e.Names, e.Where, p) },
 		s.stored(img))
 }
 
