@@ -138,8 +138,11 @@ func TestRunScoresSWERows(t *testing.T) {
 		t.Errorf("report: exit %d\n%s", code, stderr)
 	}
 	page, _ := os.ReadFile(filepath.Join(dir, "r.html"))
+	// the page's details of each response show its outcome and its log's end
 	for _, want := range []string{"repository tasks", `swe_outcomes.resolved">2<`, `swe_outcomes.tests_failed">1<`,
-		`swe_outcomes.patch_missing">1<`} {
+		`swe_outcomes.patch_missing">1<`, `"head":"fixture__calc-1: resolved · SWE-bench 4.1.0 rules · applied by git apply`,
+		`"head":"fixture__calc-1: tests failed`, `"head":"fixture__calc-1: patch missing`,
+		`"log":"`, `FAILED tests/test_ops.py::test_add`} {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("the report lacks %q", want)
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"sort"
+	"unicode/utf8"
 
 	"github.com/verl-score/verl-score/explain"
 	"github.com/verl-score/verl-score/rollout"
@@ -39,6 +40,15 @@ type detail struct {
 	Kind   string       `json:"kind"`             // passed, or the first failing case's status
 	Causes []string     `json:"causes,omitempty"` // distinct, in case order
 	Cases  []caseDetail `json:"cases"`
+	SWE    *sweDetail   `json:"swe,omitempty"`
+}
+
+// sweDetail is a repository task's outcome as the page shows it.
+type sweDetail struct {
+	Headline string   `json:"head"`            // sweHeadline
+	Flags    []string `json:"flags,omitempty"` // "kind path"
+	Apply    string   `json:"apply,omitempty"` // the apply output, when the patch did not apply
+	Log      string   `json:"log,omitempty"`   // the test log's end
 }
 
 // caseDetail is one case of a detailed response.
@@ -135,6 +145,15 @@ func toDetail(x *Response) detail {
 	if x.Error != "" {
 		d.Kind = "error"
 	}
+	if s := x.SWE; s != nil {
+		d.SWE = &sweDetail{Headline: sweHeadline(s), Log: clipEnd(s.Log)}
+		for _, f := range s.Flags {
+			d.SWE.Flags = append(d.SWE.Flags, f.Kind+" "+f.Path)
+		}
+		if !s.PatchApplied {
+			d.SWE.Apply = clipEnd(s.ApplyOutput)
+		}
+	}
 	seen := map[string]bool{}
 	note := func(status, cause string) {
 		if d.Kind == "passed" && status != verdict.StatusSuccess {
@@ -190,6 +209,19 @@ func tail(s *string) *string {
 	}
 	t := explain.Tail(*s, 20)
 	return &t
+}
+
+// clipEnd is the end of s, maxText bytes of it at most (a log's summary
+// is at its end).
+func clipEnd(s string) string {
+	if len(s) <= maxText {
+		return s
+	}
+	i := len(s) - maxText
+	for i < len(s) && !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return fmt.Sprintf("[%d bytes before] …", i) + s[i:]
 }
 
 func clip(s string) string {

@@ -80,6 +80,13 @@ const pageScript = `
     if (d.err) h += '<p>reward_error: <code>' + esc(d.err) + '</code></p>';
     if (d.code) h += '<div class="muted">code (' + esc(d.fence || 'no fence language') + ')</div><pre class="code" data-code>' + numbered(d.code) + '</pre>';
     else if (d.text) h += '<div class="muted">no code block; the response</div><pre>' + esc(d.text) + '</pre>';
+    if (d.swe) {
+      h += '<div class="swe"><p>' + esc(d.swe.head) + '</p>';
+      (d.swe.flags || []).forEach(function (f) { h += '<p class="case-bad">flagged: ' + esc(f) + '</p>'; });
+      if (d.swe.apply) h += 'apply output<pre>' + esc(d.swe.apply) + '</pre>';
+      if (d.swe.log) h += 'test log (its end)<pre data-log>' + esc(d.swe.log) + '</pre>';
+      h += '</div>';
+    }
     h += '<table class="cases"><tr><th>case</th><th>verdict</th><th>status</th><th>time</th><th>why</th></tr>';
     d.cases.forEach(function (c) {
       h += '<tr><td>' + c.i + '</td><td class="' + (c.v === 'True' ? 'case-ok' : 'case-bad') + '">' + esc(c.v) + '</td><td>' + esc(c.s) +

@@ -64,19 +64,7 @@ func WriteText(w io.Writer, r *Response) error {
 // writeSWE writes a repository task's outcome: what came of it, how the
 // patch applied, the tests' counts, the audit's flags, the log's end.
 func writeSWE(b *strings.Builder, s *score.SWEResult) {
-	fmt.Fprintf(b, "%s: %s", s.InstanceID, strings.ReplaceAll(s.Outcome, "_", " "))
-	if s.Why != "" {
-		fmt.Fprintf(b, " (%s)", firstLineOf(s.Why))
-	}
-	fmt.Fprintf(b, " · SWE-bench %s rules", s.Rules)
-	if s.PatchApplied {
-		fmt.Fprintf(b, " · applied by %s", s.AppliedBy)
-	}
-	fmt.Fprintf(b, " · FAIL_TO_PASS %d/%d · PASS_TO_PASS %d/%d", s.F2PPassed, s.F2PTotal, s.P2PPassed, s.P2PTotal)
-	if s.ExitCode >= 0 {
-		fmt.Fprintf(b, " · test command exit %d", s.ExitCode)
-	}
-	b.WriteString("\n")
+	b.WriteString(sweHeadline(s) + "\n")
 	for _, f := range s.Flags {
 		fmt.Fprintf(b, "  flagged: %s %s\n", f.Kind, f.Path)
 	}
@@ -86,6 +74,26 @@ func writeSWE(b *strings.Builder, s *score.SWEResult) {
 	if s.Log != "" {
 		fmt.Fprintf(b, "test log (its end):\n%s\n", block(explain.Tail(s.Log, 15)))
 	}
+}
+
+// sweHeadline is a repository task's outcome in a line: "calc-1: resolved
+// · SWE-bench 4.1.0 rules · applied by git apply --verbose · FAIL_TO_PASS
+// 1/1 · PASS_TO_PASS 1/1 · test command exit 0".
+func sweHeadline(s *score.SWEResult) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s", s.InstanceID, strings.ReplaceAll(s.Outcome, "_", " "))
+	if s.Why != "" {
+		fmt.Fprintf(&b, " (%s)", firstLineOf(s.Why))
+	}
+	fmt.Fprintf(&b, " · SWE-bench %s rules", s.Rules)
+	if s.PatchApplied {
+		fmt.Fprintf(&b, " · applied by %s", s.AppliedBy)
+	}
+	fmt.Fprintf(&b, " · FAIL_TO_PASS %d/%d · PASS_TO_PASS %d/%d", s.F2PPassed, s.F2PTotal, s.P2PPassed, s.P2PTotal)
+	if s.ExitCode >= 0 {
+		fmt.Fprintf(&b, " · test command exit %d", s.ExitCode)
+	}
+	return b.String()
 }
 
 func firstLineOf(s string) string { return strings.SplitN(strings.TrimSpace(s), "\n", 2)[0] }
