@@ -153,6 +153,9 @@ func runScore(ctx context.Context, opts *runOptions) error {
 	jo.CasesOut, jo.Summary, jo.Resume, jo.Shard = opts.casesOut, opts.summary, opts.resume, opts.shardAt
 	jo.Reader, jo.Warn, jo.Progress, jo.Endpoints = sc.reader, sc.warn, rows, sc.endpoints
 	jo.Provenance, jo.Toolchains = provenance(opts.loader, sc)
+	if sc.swe != nil {
+		jo.Images = func() []results.Image { return imagesUsed(sc.swe) }
+	}
 	reporter := progress.Start(errOut, progressMode(opts.quiet), sc.eng, rows, 5*time.Second)
 	if sc.swe != nil && !opts.quiet {
 		watchUnpacks(sc.swe, reporter, rows)
@@ -266,13 +269,30 @@ func provenance(loader *config.Loader, sc *scoring) (*results.Provenance, func([
 	}
 }
 
-// watchUnpacks shows an image's unpack, the long first step of a
-// repository task's first rollout: a line as it starts and ends, and its
-// bytes so far beside the run's progress.
+// watchUnpacks shows an image's pull and unpack, the long first steps of
+// a repository task's first rollout: a line as each starts and ends, and
+// its bytes so far beside the run's progress.
 func watchUnpacks(r *swerun.Runner, reporter *progress.Reporter, rows *progress.Rows) {
 	r.Notify = func(msg string) { reporter.Println("verl-score: " + msg) }
-	r.Unpacking = func(ref string) (func(int64), func()) {
-		t := rows.Tasks.Begin("unpacking image " + ref)
-		return t.Add, func() { rows.Tasks.End(t) }
+	task := func(what string) func(string) (func(int64), func()) {
+		return func(ref string) (func(int64), func()) {
+			t := rows.Tasks.Begin(what + " " + ref)
+			return t.Add, func() { rows.Tasks.End(t) }
+		}
 	}
+	r.Unpacking, r.Pulling = task("unpacking image"), task("pulling image")
+}
+
+// imagesUsed are the images a run's repository tasks used, for its
+// provenance.
+func imagesUsed(r *swerun.Runner) []results.Image {
+	var out []results.Image
+	for _, u := range r.Used() {
+		im := results.Image{Ref: u.Ref, Source: u.Source, Digest: u.Digest, ID: u.ID}
+		if p := u.Pull; p != nil {
+			im.Bytes, im.Fetched, im.Layers, im.Shared = p.Bytes, p.Fetched, p.Layers, p.Shared
+		}
+		out = append(out, im)
+	}
+	return out
 }

@@ -161,7 +161,7 @@ func TestSWEEnvironmentErrorIsNotTheModels(t *testing.T) {
 	})
 	out := filepath.Join(t.TempDir(), "out.jsonl")
 	code, _, stderr := run(context.Background(), "run", in, "-o", out, "-q", "--images", images, "--image-store",
-		filepath.Join(imagetest.CacheDir(), "store"))
+		filepath.Join(imagetest.CacheDir(), "store"), "--pull", "never")
 	if code == ExitOK {
 		t.Errorf("every response an infrastructure error, and run exits 0")
 	}

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/spf13/cast"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
@@ -26,6 +27,7 @@ import (
 	"github.com/verl-score/verl-score/results"
 	"github.com/verl-score/verl-score/rollout"
 	"github.com/verl-score/verl-score/sandbox"
+	"github.com/verl-score/verl-score/sandbox/image"
 	"github.com/verl-score/verl-score/sandbox/swerun"
 	"github.com/verl-score/verl-score/sandboxclient"
 	"github.com/verl-score/verl-score/score"
@@ -326,6 +328,29 @@ func Settings() []Setting {
 		{Key: "image_store", Default: "", Commands: scoring, Set: to(func(c *Config) *string { return &c.ImageStore }),
 			Usage: "repository tasks: where images are unpacked, once each, shared by concurrent runs (default: the " +
 				"user's cache directory, verl-score/images)"},
+		{Key: "pull", Default: swerun.PullMissing, Commands: scoring,
+			Set: to(func(c *Config) *string { return &c.SWE.Pull },
+				oneOf("pull", swerun.PullMissing, swerun.PullAlways, swerun.PullNever)),
+			Usage: "repository tasks: when an image is pulled from its registry: missing (one in neither --images nor " +
+				"the store), always (each reference resolved once per run) or never"},
+		{Key: "registry_auth", Default: []string{}, Commands: scoring, Redact: image.RedactRegistryAuth,
+			Set: func(c *Config, v any) error {
+				c.SWE.Auth = nil
+				for _, a := range v.([]string) {
+					host, auth, err := image.ParseRegistryAuth(a)
+					if err != nil {
+						return err
+					}
+					if c.SWE.Auth == nil {
+						c.SWE.Auth = map[string]authn.Authenticator{}
+					}
+					c.SWE.Auth[host] = auth
+				}
+				return nil
+			},
+			Usage: "repository tasks: credentials for a registry, HOST=USER:PASSWORD or HOST=Bearer TOKEN ($VAR is " +
+				"taken from the environment); repeatable; never printed. Docker's configuration " +
+				"(~/.docker/config.json) is read too"},
 		{Key: "swe_timeout", Default: 1800.0, Commands: scoring, Set: func(c *Config, v any) error {
 			x := v.(float64)
 			if err := positive[float64]("swe_timeout")(x); err != nil {

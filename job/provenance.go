@@ -1,10 +1,16 @@
 package job
 
-// finishProvenance fills in the toolchains of the languages the run used.
+// finishProvenance fills in the toolchains of the languages the run used
+// and the images its repository tasks used.
 func (r *runner) finishProvenance() {
 	prov := r.opts.Provenance
-	if prov == nil || r.opts.Toolchains == nil {
+	if prov == nil {
 		return
 	}
-	prov.Toolchains = r.opts.Toolchains(r.sum.Languages())
+	if r.opts.Toolchains != nil {
+		prov.Toolchains = r.opts.Toolchains(r.sum.Languages())
+	}
+	if r.opts.Images != nil {
+		prov.Images = r.opts.Images()
+	}
 }

@@ -37,9 +37,11 @@ type Options struct {
 	PassK []int
 	// results.Provenance, when set, goes into the summary, a parquet output's
 	// metadata and the cases file; Toolchains, when set, gives the embedded
-	// sandbox's programs of the languages used, at the end of the run.
+	// sandbox's programs of the languages used, at the end of the run, and
+	// Images the images repository tasks used.
 	Provenance *results.Provenance
 	Toolchains func(langs []string) []results.Toolchain
+	Images     func() []results.Image
 	Summary    string // optional summary JSON
 
 	Reader     rollout.Options

@@ -20,6 +20,28 @@ type Provenance struct {
 	// Toolchains are the embedded sandbox's programs for the languages the
 	// run used, with their versions; filled when the run ends.
 	Toolchains []Toolchain `json:"toolchains,omitempty"`
+	// Images are the repository tasks' images the run used; filled when
+	// the run ends.
+	Images []Image `json:"images,omitempty"`
+}
+
+// Image is one image a run's repository tasks used.
+type Image struct {
+	// Ref is the name rows gave it.
+	Ref string `json:"ref"`
+	// Source: the --images layout or archive, the path a row named,
+	// "registry" (pulled in this run) or "store" (pulled before).
+	Source string `json:"source"`
+	// Digest is a pulled image's manifest digest; ID the store's (its
+	// configuration's digest).
+	Digest string `json:"digest,omitempty"`
+	ID     string `json:"id"`
+	// Of a pull in this run: the layers' bytes, those fetched, and the
+	// layers that were in the store already.
+	Bytes   int64 `json:"bytes,omitempty"`
+	Fetched int64 `json:"fetched,omitempty"`
+	Layers  int   `json:"layers,omitempty"`
+	Shared  int   `json:"shared_layers,omitempty"`
 }
 
 // Setting is one configuration value and its source (flag, env, file,

@@ -819,6 +819,29 @@ func (s *Summary) writeSWENote(w io.Writer) {
 		}
 	}
 	fmt.Fprintln(w)
+	if s.Provenance != nil && len(s.Provenance.Images) > 0 {
+		fmt.Fprintln(w, imagesLine(s.Provenance.Images))
+	}
+}
+
+// imagesLine tells the images used and what their pulls fetched: "images:
+// 3 (2 pulled from registries: 12.0 MB fetched of 310.4 MB, 5 of 9 layers
+// already in the store)".
+func imagesLine(ims []Image) string {
+	pulled, layers, shared := 0, 0, 0
+	var bytes, fetched int64
+	for _, im := range ims {
+		if im.Source == "registry" {
+			pulled++
+			layers, shared, bytes, fetched = layers+im.Layers, shared+im.Shared, bytes+im.Bytes, fetched+im.Fetched
+		}
+	}
+	msg := fmt.Sprintf("images: %d", len(ims))
+	if pulled > 0 {
+		msg += fmt.Sprintf(" (%d pulled from registries: %.1f MB fetched of %.1f MB, %d of %d layers already in "+
+			"the store)", pulled, float64(fetched)/(1<<20), float64(bytes)/(1<<20), shared, layers)
+	}
+	return msg
 }
 
 // ErrTooManyInfraErrors: more responses than allowed had infrastructure

@@ -190,7 +190,7 @@ func BenchmarkSWERollouts(b *testing.B) {
 		b.Fatal(err)
 	}
 	r := &swerun.Runner{Jail: l.j, Catalog: cat, Store: store, Opts: swerun.DefaultOptions}
-	env, err := r.Environment(inst)
+	env, err := r.Environment(context.Background(), inst)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,7 +13,11 @@ import (
 type Runner struct {
 	Notify    func(msg string)                                     // unused here
 	Unpacking func(ref string) (progress func(int64), done func()) // unused here
+	Pulling   func(ref string) (progress func(int64), done func()) // unused here
 }
+
+// Used is none here.
+func (*Runner) Used() []Used { return nil }
 
 // Evaluate is never called: no Runner is made here.
 func (*Runner) Evaluate(context.Context, *swe.Instance, *swe.Plan, string) *swe.Outcome {

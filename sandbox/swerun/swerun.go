@@ -13,6 +13,7 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/verl-score/verl-score/sandbox/image"
 	"github.com/verl-score/verl-score/sandbox/jail"
@@ -32,11 +33,18 @@ type Runner struct {
 	// Unpacking, if set, is called as an image's unpack starts: progress is
 	// told the bytes written as they are, and done is called at its end.
 	Unpacking func(ref string) (progress func(bytes int64), done func())
+	// Pulling is Unpacking for a pull from a registry (the bytes fetched).
+	Pulling func(ref string) (progress func(bytes int64), done func())
 
 	// the environments found so far, by the name a row gives: a rollout
 	// after the first reads no layout or archive again
 	mu   sync.Mutex
 	envs map[string]*image.Unpacked
+	// used are the images the run used, by the name a row gives, in the
+	// order first used (the provenance's)
+	used []Used
+	// pulls and lookups of one name at once are one
+	finding singleflight.Group
 
 	// what NewSWE opens on first use
 	once                sync.Once
@@ -80,8 +88,15 @@ const (
 	sweApplyExit = sweDir + "/apply.exit"
 )
 
+// Used are the images the run has used so far.
+func (s *Runner) Used() []Used {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Used(nil), s.used...)
+}
+
 // Environment is an instance's image, found and unpacked (once).
-func (s *Runner) Environment(inst *swe.Instance) (*image.Unpacked, error) {
+func (s *Runner) Environment(ctx context.Context, inst *swe.Instance) (*image.Unpacked, error) {
 	ref := inst.ImageRef()
 	s.mu.Lock()
 	u, ok := s.envs[ref]
@@ -89,38 +104,104 @@ func (s *Runner) Environment(inst *swe.Instance) (*image.Unpacked, error) {
 	if ok {
 		return u, nil
 	}
-	u, err := s.environment(ref)
-	if err == nil {
+	v, err, _ := s.finding.Do(ref, func() (any, error) {
+		s.mu.Lock()
+		u, ok := s.envs[ref]
+		s.mu.Unlock()
+		if ok {
+			return u, nil
+		}
+		u, used, err := s.environment(ctx, ref)
+		if err != nil {
+			return nil, err
+		}
+		used.Ref, used.ID = ref, u.ID
 		s.mu.Lock()
 		if s.envs == nil {
 			s.envs = map[string]*image.Unpacked{}
 		}
 		s.envs[ref] = u
+		s.used = append(s.used, used)
 		s.mu.Unlock()
+		return u, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return u, err
+	return v.(*image.Unpacked), nil
 }
 
-func (s *Runner) environment(ref string) (*image.Unpacked, error) {
+func (s *Runner) environment(ctx context.Context, ref string) (*image.Unpacked, Used, error) {
 	if err := s.open(); err != nil {
-		return nil, err
+		return nil, Used{}, err
 	}
 	if isPath(ref) {
-		return s.fromPath(ref)
+		u, err := s.fromPath(ref)
+		return u, Used{Source: ref}, err
 	}
-	if s.Catalog == nil {
-		return nil, fmt.Errorf("image %s: no --images directory to find it in", ref)
+	notFound := fmt.Errorf("%w: %s: no --images directory names it", image.ErrNotFound, ref)
+	if s.Catalog != nil {
+		e, err := s.Catalog.Find(ref)
+		if err == nil {
+			img, err := e.Open()
+			if err != nil {
+				return nil, Used{}, fmt.Errorf("image %s in %s: %w", ref, e.Where, err)
+			}
+			u, err := s.unpack(ref, func(p func(int64)) (*image.Unpacked, error) {
+				return s.Store.Unpack(img, e.Names, e.Where, p)
+			}, s.stored(img))
+			return u, Used{Source: e.Where}, err
+		}
+		if !errors.Is(err, image.ErrNotFound) {
+			return nil, Used{}, err
+		}
+		notFound = err
 	}
-	e, err := s.Catalog.Find(ref)
+	if s.Opts.Pull != PullAlways {
+		if p, ok := s.Store.Pulled(ref); ok {
+			u, err := s.fromPull(ref, p)
+			return u, Used{Source: "store", Digest: p.Digest.String()}, err
+		}
+	}
+	if s.Opts.Pull == PullNever {
+		return nil, Used{}, fmt.Errorf("%w, nor pulled into the store before (and --pull never)", notFound)
+	}
+	p, err := s.pull(ctx, ref)
 	if err != nil {
-		return nil, err
+		return nil, Used{}, fmt.Errorf("%v; pulling it: %w", notFound, err)
 	}
-	img, err := e.Open()
+	u, err := s.fromPull(ref, p)
+	return u, Used{Source: "registry", Digest: p.Digest.String(), Pull: p}, err
+}
+
+// pull fetches ref from its registry, shown as a task while it runs.
+func (s *Runner) pull(ctx context.Context, ref string) (*image.Pulled, error) {
+	o := image.PullOptions{Auth: s.Opts.Auth, Transport: s.Opts.Transport}
+	if s.Notify != nil {
+		s.Notify(fmt.Sprintf("pulling image %s into %s", ref, s.Store.Dir()))
+	}
+	if s.Pulling != nil {
+		p, done := s.Pulling(ref)
+		defer done()
+		o.Progress = p
+	}
+	p, err := s.Store.Pull(ctx, ref, o)
+	if err == nil && s.Notify != nil {
+		s.Notify(fmt.Sprintf("image %s pulled (%s): %d layers, %.1f MB fetched of %.1f MB (%d layers were in the store)",
+			ref, p.Digest, p.Layers, float64(p.Fetched)/(1<<20), float64(p.Bytes)/(1<<20), p.Shared))
+	}
+	return p, err
+}
+
+// fromPull unpacks a pulled image (once).
+func (s *Runner) fromPull(ref string, p *image.Pulled) (*image.Unpacked, error) {
+	img, err := p.Image()
 	if err != nil {
-		return nil, fmt.Errorf("image %s in %s: %w", ref, e.Where, err)
+		return nil, fmt.Errorf("image %s in the store (%s): %w", ref, p.Dir, err)
 	}
-	return s.unpack(ref, func(p func(int64)) (*image.Unpacked, error) { return s.Store.Unpack(img, e.Names, e.Where, p) },
-		s.stored(img))
+	return s.unpack(ref, func(pr func(int64)) (*image.Unpacked, error) {
+		return s.Store.Unpack(img, []string{p.Ref}, p.Ref+"@"+p.Digest.String(), pr)
+	}, s.stored(img))
 }
 
 // stored tells whether img is in the store already.
@@ -191,7 +272,7 @@ func (s *Runner) fromPath(path string) (*image.Unpacked, error) {
 // did: the environment's and the sandbox's failures are outcomes of their
 // own (swe.EnvironmentError, swe.SandboxError).
 func (s *Runner) Evaluate(ctx context.Context, inst *swe.Instance, plan *swe.Plan, patch string) *swe.Outcome {
-	env, err := s.Environment(inst)
+	env, err := s.Environment(ctx, inst)
 	if err != nil {
 		return &swe.Outcome{Kind: swe.EnvironmentError, Why: err.Error(), ExitCode: -1}
 	}

@@ -1,0 +1,163 @@
+//go:build linux
+
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/verl-score/verl-score/results"
+	"github.com/verl-score/verl-score/sandbox/image"
+	"github.com/verl-score/verl-score/sandbox/image/imagetest"
+)
+
+// TestSWEPullsFromARegistry: rows name their images by registry reference,
+// with no --images: run pulls each from a registry on loopback into the
+// store (the second, on the first's base, fetches its own layer alone),
+// scores them, and records the digests; the next run, the registry gone,
+// finds them in the store; with --pull never and an image pulled nowhere
+// the row is an environment error, not a 0.
+func TestSWEPullsFromARegistry(t *testing.T) {
+	_, images := sweDataset(t, nil, nil)
+	cat, err := image.OpenCatalog(images)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := cat.Find(imagetest.CalcRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calc, err := e.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	plus, err := mutate.AppendLayers(calc, imagetest.FilesLayer(t, map[string]string{"opt/notes.txt": "a layer of its own\n"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	digests := map[string]v1.Hash{}
+	for ref, img := range map[string]v1.Image{host + "/fixture/calc:1": calc, host + "/fixture/calc-plus:1": plus} {
+		tag, _ := name.NewTag(ref)
+		if err := remote.Write(tag, img); err != nil {
+			t.Fatal(err)
+		}
+		digests[ref], _ = img.Digest()
+	}
+	dir := t.TempDir()
+	rows := func(refs ...string) string {
+		var b strings.Builder
+		for _, ref := range refs {
+			inst := imagetest.CalcFixture(t).Instance()
+			inst["image"] = ref
+			gt, _ := json.Marshal(inst)
+			row, _ := json.Marshal(map[string]any{"data_source": "swe-fixture", "responses": []string{imagetest.CalcGoldPatch},
+				"reward_model": map[string]any{"ground_truth": string(gt)}})
+			b.Write(row)
+			b.WriteByte('\n')
+		}
+		return writeFile(t, dir, fmt.Sprintf("rows-%d.jsonl", len(refs)), b.String())
+	}
+	refs := []string{host + "/fixture/calc:1", host + "/fixture/calc-plus:1"}
+	in := rows(refs...)
+	store := filepath.Join(dir, "store")
+	summary := func(path string) *results.Summary {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s results.Summary
+		if err := json.Unmarshal(b, &s); err != nil {
+			t.Fatal(err)
+		}
+		return &s
+	}
+
+	out, sum := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "sum.json")
+	code, stdout, stderr := run(context.Background(), "run", in, "-o", out, "--image-store", store, "--summary", sum)
+	if code != ExitOK {
+		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for i, r := range readJSONL(t, out) {
+		if got, _ := json.Marshal(r["reward"]); string(got) != "[1]" {
+			t.Errorf("row %d: reward %s (%v)", i, got, r["reward_error"])
+		}
+	}
+	if !strings.Contains(stderr, "pulling image "+refs[0]) {
+		t.Errorf("the pull is not announced:\n%s", stderr)
+	}
+	if !strings.Contains(stdout+stderr, "images: 2 (2 pulled from registries: ") ||
+		!strings.Contains(stdout+stderr, "2 of 5 layers already in the store)") {
+		t.Errorf("the summary does not tell the pulls and the shared base:\n%s\n%s", stdout, stderr)
+	}
+	s := summary(sum)
+	if s.Provenance == nil || len(s.Provenance.Images) != 2 {
+		t.Fatalf("the provenance lists no images: %+v", s.Provenance)
+	}
+	// The two pull at once, so either may fetch the base: together they
+	// fetch the larger image's bytes once.
+	var fetched, shared int64
+	var plusBytes int64
+	for _, im := range s.Provenance.Images {
+		if im.Source != "registry" || im.Digest != digests[im.Ref].String() {
+			t.Errorf("provenance %+v; want pulled from the registry at %s", im, digests[im.Ref])
+		}
+		fetched, shared = fetched+im.Fetched, shared+int64(im.Shared)
+		if im.Ref == refs[1] {
+			plusBytes = im.Bytes
+		}
+	}
+	if fetched != plusBytes || shared != 2 {
+		t.Errorf("the two images fetched %d bytes with %d layers shared; want %d (the base once) and 2", fetched, shared,
+			plusBytes)
+	}
+
+	// the registry gone, the store has them
+	srv.Close()
+	out2, sum2 := filepath.Join(dir, "out2.jsonl"), filepath.Join(dir, "sum2.json")
+	code, stdout, stderr = run(context.Background(), "run", in, "-o", out2, "--image-store", store, "--summary", sum2,
+		"--pull", "never")
+	if code != ExitOK {
+		t.Fatalf("run from the store: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for i, r := range readJSONL(t, out2) {
+		if got, _ := json.Marshal(r["reward"]); string(got) != "[1]" {
+			t.Errorf("from the store, row %d: reward %s (%v)", i, got, r["reward_error"])
+		}
+	}
+	for _, im := range summary(sum2).Provenance.Images {
+		if im.Source != "store" || im.Digest != digests[im.Ref].String() {
+			t.Errorf("from the store: %+v", im)
+		}
+	}
+
+	// an image in no registry, no --images and not in the store
+	out3 := filepath.Join(dir, "out3.jsonl")
+	code, _, stderr = run(context.Background(), "run", rows(host+"/fixture/absent:1"), "-o", out3, "--image-store",
+		store, "--pull", "never")
+	if code == ExitOK {
+		t.Errorf("a run whose every row lacks its image succeeded:\n%s", stderr)
+	}
+	r := readJSONL(t, out3)[0]
+	if cr, _ := json.Marshal(r["case_results"]); string(cr) != "[[-1,-1]]" ||
+		!strings.Contains(stderr, "image not found: "+host+"/fixture/absent:1") ||
+		!strings.Contains(stderr, "--pull never") {
+		t.Errorf("an image found nowhere: case_results %s; want -1, infrastructure, naming it\n%s", cr, stderr)
+	}
+}
