@@ -196,6 +196,8 @@ func setupScoring(loader *config.Loader, errOut io.Writer) (*scoring, error) {
 		// repository tasks run in the embedded sandbox alone
 		if r, err := sandbox.NewSWE(l, cfg.Images, cfg.ImageStore, cfg.SWE); err == nil {
 			eo.SWE, sweRunner = r, r
+			closeSandbox := closeClient
+			closeClient = func() { r.Close(); closeSandbox() }
 		}
 	}
 	eng, err := score.New(client, eo)

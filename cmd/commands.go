@@ -16,6 +16,7 @@ func addCommands(root *cobra.Command, s Streams) {
 		newShowCmd(s, nil),
 		newReplayCmd(s, nil),
 		newWorkerCmd(s),
+		newImagesCmd(s),
 		newVersionCmd(s),
 	)
 }

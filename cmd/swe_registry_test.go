@@ -147,6 +147,28 @@ func TestSWEPullsFromARegistry(t *testing.T) {
 		}
 	}
 
+	// a store over its bound: the run evicts the image it does not use,
+	// never the one it does
+	out4 := filepath.Join(dir, "out4.jsonl")
+	code, _, stderr = run(context.Background(), "run", rows(refs[0]), "-o", out4, "--image-store", store,
+		"--pull", "never", "--image-store-max-gb", "0.001")
+	if code != ExitOK || !strings.Contains(stderr, "evicted 1 least recently used images") {
+		t.Errorf("a run over the store's bound: exit %d\n%s", code, stderr)
+	}
+	st, err := image.OpenStore(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := st.Pulled(refs[0]); !ok {
+		t.Error("the image the run used was evicted")
+	}
+	if _, ok := st.Pulled(refs[1]); ok {
+		t.Error("the image the run did not use was kept over the bound")
+	}
+	if got, _ := json.Marshal(readJSONL(t, out4)[0]["reward"]); string(got) != "[1]" {
+		t.Errorf("the run over the bound scored %s", got)
+	}
+
 	// an image in no registry, no --images and not in the store
 	out3 := filepath.Join(dir, "out3.jsonl")
 	code, _, stderr = run(context.Background(), "run", rows(host+"/fixture/absent:1"), "-o", out3, "--image-store",

@@ -93,6 +93,7 @@ const (
 	Diff
 	Serve
 	Replay
+	Images
 
 	scoring = Run | Check | Worker
 	// sandboxed are the commands that run code: the sandbox's settings.
@@ -148,6 +149,15 @@ func positive[T int | float64](what string) func(T) error {
 	return func(x T) error {
 		if x <= 0 {
 			return fmt.Errorf("%s must be positive, got %v", what, x)
+		}
+		return nil
+	}
+}
+
+func nonNegative[T int | float64](what string) func(T) error {
+	return func(x T) error {
+		if x < 0 || x != x {
+			return fmt.Errorf("%s must be 0 or more, got %v", what, x)
 		}
 		return nil
 	}
@@ -325,15 +335,19 @@ func Settings() []Setting {
 			Set: to(func(c *Config) *string { return &c.Images }, existingDir("images")),
 			Usage: "repository tasks: a directory of their images, OCI layouts (or one layout holding many) and docker " +
 				"save archives, found by the name a row gives (image, image_name, docker_image) or SWE-bench's naming"},
-		{Key: "image_store", Default: "", Commands: scoring, Set: to(func(c *Config) *string { return &c.ImageStore }),
+		{Key: "image_store", Default: "", Commands: scoring | Images, Set: to(func(c *Config) *string { return &c.ImageStore }),
 			Usage: "repository tasks: where images are unpacked, once each, shared by concurrent runs (default: the " +
 				"user's cache directory, verl-score/images)"},
+		{Key: "image_store_max_gb", Default: 0.0, Commands: scoring | Images,
+			Set: to(func(c *Config) *float64 { return &c.SWE.StoreMaxGB }, nonNegative[float64]("image_store_max_gb")),
+			Usage: "repository tasks: GB the image store may hold (unpacked images and fetched layers); past it, the " +
+				"least recently used images no process is using are evicted; 0: no bound"},
 		{Key: "pull", Default: swerun.PullMissing, Commands: scoring,
 			Set: to(func(c *Config) *string { return &c.SWE.Pull },
 				oneOf("pull", swerun.PullMissing, swerun.PullAlways, swerun.PullNever)),
 			Usage: "repository tasks: when an image is pulled from its registry: missing (one in neither --images nor " +
 				"the store), always (each reference resolved once per run) or never"},
-		{Key: "registry_auth", Default: []string{}, Commands: scoring, Redact: image.RedactRegistryAuth,
+		{Key: "registry_auth", Default: []string{}, Commands: scoring | Images, Redact: image.RedactRegistryAuth,
 			Set: func(c *Config, v any) error {
 				c.SWE.Auth = nil
 				for _, a := range v.([]string) {

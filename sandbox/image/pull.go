@@ -51,6 +51,11 @@ func (s *Store) Pull(ctx context.Context, ref string, o PullOptions) (*Pulled, e
 	if err != nil {
 		return nil, fmt.Errorf("image %s: %w", ref, err)
 	}
+	release, err := s.pulling() // no sweep of blobs while this one's are named by no layout
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	if o.Platform.OS == "" {
 		o.Platform = v1.Platform{OS: "linux", Architecture: runtime.GOARCH}
 	}
@@ -385,4 +390,105 @@ func (s *Store) Pulled(ref string) (*Pulled, bool) {
 	}
 	sort.Slice(found, func(i, j int) bool { return found[i].Pulled.After(found[j].Pulled) })
 	return found[0], true
+}
+
+// Import puts a local image (from an OCI layout or a docker save archive)
+// into the store as a pull would, under each of refs: its blobs, a layout
+// per reference (so rows find it by name with no --images), and its
+// unpacked tree. progress is told the bytes unpacked.
+func (s *Store) Import(img v1.Image, refs []string, source string, progress func(int64)) (*Unpacked, []*Pulled, error) {
+	release, err := s.pulling()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer release()
+	dig, err := img.Digest()
+	if err != nil {
+		return nil, nil, fmt.Errorf("image from %s: %w", source, err)
+	}
+	man, err := img.Manifest()
+	if err != nil {
+		return nil, nil, fmt.Errorf("image from %s: manifest: %w", source, err)
+	}
+	rawMan, err := img.RawManifest()
+	if err != nil {
+		return nil, nil, err
+	}
+	rawCfg, err := img.RawConfigFile()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.putBlob(man.Config.Digest, rawCfg); err != nil {
+		return nil, nil, err
+	}
+	if err := s.putBlob(dig, rawMan); err != nil {
+		return nil, nil, err
+	}
+	ls, err := img.Layers()
+	if err != nil {
+		return nil, nil, err
+	}
+	var total int64
+	for _, l := range ls {
+		h, err := l.Digest()
+		if err != nil {
+			return nil, nil, err
+		}
+		n, err := l.Size()
+		if err != nil {
+			return nil, nil, err
+		}
+		total += n
+		if err := s.copyBlob(h, n, l.Compressed); err != nil {
+			return nil, nil, fmt.Errorf("image from %s: layer %s: %w", source, h, err)
+		}
+	}
+	var pulls []*Pulled
+	for _, ref := range refs {
+		r, err := name.ParseReference(ref)
+		if err != nil {
+			continue // a bare tag a layout recorded: not a reference
+		}
+		p := &Pulled{Ref: r.Name(), Digest: dig, Layers: len(ls), Shared: len(ls), Bytes: total, Pulled: time.Now().UTC()}
+		if p.Dir, err = s.writePulled(p, man.MediaType, int64(len(rawMan))); err != nil {
+			return nil, nil, err
+		}
+		pulls = append(pulls, p)
+	}
+	u, err := s.Unpack(img, refs, source, progress)
+	return u, pulls, err
+}
+
+// copyBlob writes a blob from a local image, checked against its digest.
+func (s *Store) copyBlob(h v1.Hash, size int64, open func() (io.ReadCloser, error)) error {
+	path := s.blobPath(h)
+	if st, err := os.Stat(path); err == nil && st.Size() == size {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("image store: %w", err)
+	}
+	rc, err := open()
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("image store: %w", err)
+	}
+	defer os.Remove(tmp)
+	hh := sha256.New()
+	n, err := io.Copy(io.MultiWriter(f, hh), rc)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if sum := hex.EncodeToString(hh.Sum(nil)); n != size || sum != h.Hex {
+		return fmt.Errorf("%w: %d bytes with digest sha256:%s", errCorrupt, n, sum)
+	}
+	return os.Rename(tmp, path)
 }

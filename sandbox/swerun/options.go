@@ -39,6 +39,9 @@ type Options struct {
 	Auth map[string]authn.Authenticator
 	// Transport carries registry requests; nil is the default.
 	Transport http.RoundTripper
+	// StoreMaxGB bounds the image store: past it, the least recently used
+	// images that no process holds are evicted. 0: no bound.
+	StoreMaxGB float64
 }
 
 // Used is an image a run used: the name rows gave, where it came from, and

@@ -16,6 +16,9 @@ type Runner struct {
 	Pulling   func(ref string) (progress func(int64), done func()) // unused here
 }
 
+// Close does nothing here.
+func (*Runner) Close() {}
+
 // Used is none here.
 func (*Runner) Used() []Used { return nil }
 

@@ -45,6 +45,8 @@ type Runner struct {
 	used []Used
 	// pulls and lookups of one name at once are one
 	finding singleflight.Group
+	// held release the images this runner holds in the store
+	held []func()
 
 	// what NewSWE opens on first use
 	once                sync.Once
@@ -115,6 +117,16 @@ func (s *Runner) Environment(ctx context.Context, inst *swe.Instance) (*image.Un
 		if err != nil {
 			return nil, err
 		}
+		// held while this runner may use it: no prune removes it
+		release, err := s.Store.Hold(u.ID)
+		if errors.Is(err, image.ErrEvicted) { // by another process, between the unpack and now
+			if u, used, err = s.environment(ctx, ref); err == nil {
+				release, err = s.Store.Hold(u.ID)
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
 		used.Ref, used.ID = ref, u.ID
 		s.mu.Lock()
 		if s.envs == nil {
@@ -122,7 +134,9 @@ func (s *Runner) Environment(ctx context.Context, inst *swe.Instance) (*image.Un
 		}
 		s.envs[ref] = u
 		s.used = append(s.used, used)
+		s.held = append(s.held, release)
 		s.mu.Unlock()
+		s.prune()
 		return u, nil
 	})
 	if err != nil {
@@ -172,6 +186,39 @@ func (s *Runner) environment(ctx context.Context, ref string) (*image.Unpacked, 
 	}
 	u, err := s.fromPull(ref, p)
 	return u, Used{Source: "registry", Digest: p.Digest.String(), Pull: p}, err
+}
+
+// Close lets go of the images the runner holds: the store may evict them.
+func (s *Runner) Close() {
+	s.mu.Lock()
+	held := s.held
+	s.held, s.envs = nil, nil
+	s.mu.Unlock()
+	for _, release := range held {
+		release()
+	}
+}
+
+// prune keeps the store under its bound (Options.StoreMaxGB), removing
+// the least recently used images no process holds.
+func (s *Runner) prune() {
+	if s.Opts.StoreMaxGB <= 0 {
+		return
+	}
+	p, err := s.Store.Prune(int64(s.Opts.StoreMaxGB * (1 << 30)))
+	if s.Notify == nil {
+		return
+	}
+	switch {
+	case err != nil:
+		s.Notify("image store: prune: " + err.Error())
+	case len(p.Images) > 0:
+		s.Notify(fmt.Sprintf("image store over %.1f GB: evicted %d least recently used images (%.1f MB)",
+			s.Opts.StoreMaxGB, len(p.Images), float64(p.Bytes)/(1<<20)))
+	case p.Kept > 0:
+		s.Notify(fmt.Sprintf("image store over %.1f GB, but its %d images over the bound are in use", s.Opts.StoreMaxGB,
+			p.Kept))
+	}
 }
 
 // pull fetches ref from its registry, shown as a task while it runs.
@@ -276,6 +323,7 @@ func (s *Runner) Evaluate(ctx context.Context, inst *swe.Instance, plan *swe.Pla
 	if err != nil {
 		return &swe.Outcome{Kind: swe.EnvironmentError, Why: err.Error(), ExitCode: -1}
 	}
+	s.Store.Touch(env.ID)
 	wd := inst.WorkDir
 	if wd == "" {
 		wd = env.Config.WorkingDir

@@ -1,0 +1,144 @@
+//go:build linux
+
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/verl-score/verl-score/sandbox/image"
+	"github.com/verl-score/verl-score/sandbox/image/imagetest"
+)
+
+func needRootForImages(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("the image store writes owners: it needs root")
+		}
+		t.Skip("SKIPPED LOUDLY: the image store writes owners: it needs root")
+	}
+}
+
+// smallImage is an image of one layer of its own files and one it shares.
+func smallImage(t *testing.T, own string, shared v1.Layer) v1.Image {
+	return imagetest.Image(t, []string{"PATH=/usr/bin"}, "/testbed", shared,
+		imagetest.FilesLayer(t, map[string]string{"testbed/" + own + ".txt": strings.Repeat(own, 50_000)}))
+}
+
+// TestImagesCommand: the operator's commands on a store: pull from a
+// registry on loopback, import a docker save archive, ls (least recently
+// used first, the image a process holds marked), and prune down to a
+// bound, which evicts the least recently used images, spares the one a
+// process holds, and removes the layers no image names any more.
+func TestImagesCommand(t *testing.T) {
+	needRootForImages(t)
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	base := imagetest.FilesLayer(t, map[string]string{"usr/bin/tool": strings.Repeat("base", 100_000)})
+	refs := []string{host + "/swe/a:1", host + "/swe/b:1", host + "/swe/c:1"}
+	for i, ref := range refs {
+		tag, _ := name.NewTag(ref)
+		if err := remote.Write(tag, smallImage(t, string(rune('a'+i)), base)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store := t.TempDir()
+	code, out, stderr := run(context.Background(), "images", "pull", refs[0], refs[1], "--image-store", store)
+	if code != ExitOK {
+		t.Fatalf("images pull: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if !strings.Contains(out, refs[1]) || !strings.Contains(out, "2 layers (1 in the store already)") ||
+		!strings.Contains(stderr, "pulling "+refs[0]) {
+		t.Errorf("images pull says:\n%s\n%s", out, stderr)
+	}
+	archive := filepath.Join(t.TempDir(), "c.tar")
+	imagetest.WriteArchive(t, archive, "example.org/swe/c:1", smallImage(t, "c", base))
+	if code, out, stderr := run(context.Background(), "images", "import", archive, "--image-store", store); code != ExitOK ||
+		!strings.Contains(out, "example.org/swe/c:1") {
+		t.Fatalf("images import: exit %d\n%s\n%s", code, out, stderr)
+	}
+	// the imported image is found by its name, with no --images
+	st, err := image.OpenStore(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := st.Pulled("example.org/swe/c:1"); !ok {
+		t.Error("the imported image is not found by its name")
+	}
+
+	list := func() *image.Usage {
+		code, out, stderr := run(context.Background(), "images", "ls", "--json", "--image-store", store)
+		if code != ExitOK {
+			t.Fatalf("images ls: exit %d\n%s", code, stderr)
+		}
+		var u image.Usage
+		if err := json.Unmarshal([]byte(out), &u); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		return &u
+	}
+	u := list()
+	if len(u.Images) != 3 || u.Blobs != 2*3+1+3 { // 3 manifests and configs, the shared layer once, 3 own
+		t.Fatalf("ls: %d images, %d blobs; want 3 and 10\n%+v", len(u.Images), u.Blobs, u)
+	}
+	// a, b, c were unpacked in turn; use a now: b is the least recently used
+	aID := u.Images[0].ID
+	time.Sleep(20 * time.Millisecond)
+	st.Touch(aID)
+	if u = list(); u.Images[2].ID != aID {
+		t.Errorf("the image just used is not listed last: %+v", u.Images)
+	}
+	// another process holds c
+	cID := u.Images[1].ID
+	holder := exec.Command("flock", "-s", filepath.Join(store, "locks", "use-"+cID+".lock"), "sleep", "60")
+	if err := holder.Start(); err != nil {
+		t.Skipf("SKIPPED LOUDLY: no flock(1): %v", err)
+	}
+	defer holder.Process.Kill()
+	deadline := time.Now().Add(10 * time.Second)
+	for !list().Images[1].InUse && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code, out, _ := run(context.Background(), "images", "ls", "--image-store", store); code != ExitOK ||
+		!strings.Contains(out, "yes") || !strings.Contains(out, "3 images") {
+		t.Errorf("ls does not show the image in use:\n%s", out)
+	}
+	// a bound below one image: b and a go, c stays (in use)
+	code, out, stderr = run(context.Background(), "images", "prune", "--image-store-max-gb", "0.0000001",
+		"--image-store", store)
+	if code != ExitOK || !strings.Contains(out, "2 images evicted") || !strings.Contains(out, "1 in use kept") {
+		t.Fatalf("images prune: exit %d\n%s\n%s", code, out, stderr)
+	}
+	u = list()
+	if len(u.Images) != 1 || u.Images[0].ID != cID {
+		t.Errorf("after the prune: %+v; want c alone", u.Images)
+	}
+	if u.Blobs != 4 { // c's manifest, configuration, its own layer and the shared one
+		t.Errorf("after the prune: %d blobs; want c's 4", u.Blobs)
+	}
+	if _, ok := st.Pulled(refs[0]); ok {
+		t.Error("an evicted image is still found by its name")
+	}
+	if _, ok := st.Pulled("example.org/swe/c:1"); !ok {
+		t.Error("the image in use lost its name")
+	}
+	// prune with neither a bound nor --all is a usage error
+	if code, _, stderr := run(context.Background(), "images", "prune", "--image-store", store); code != ExitUsage {
+		t.Errorf("prune with no bound: exit %d\n%s", code, stderr)
+	}
+}
