@@ -3,15 +3,19 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log"
+	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -181,5 +185,98 @@ func TestSWEPullsFromARegistry(t *testing.T) {
 		!strings.Contains(stderr, "image not found: "+host+"/fixture/absent:1") ||
 		!strings.Contains(stderr, "--pull never") {
 		t.Errorf("an image found nowhere: case_results %s; want -1, infrastructure, naming it\n%s", cr, stderr)
+	}
+}
+
+// TestTwoRunsShareOneStore: two run processes at once on one fresh store,
+// their rows naming one image in a registry on loopback: each layer is
+// fetched once, the image unpacked once (the other process waits for it
+// and says so), and both score every row.
+func TestTwoRunsShareOneStore(t *testing.T) {
+	_, images := sweDataset(t, nil, nil)
+	cat, err := image.OpenCatalog(images)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := cat.Find(imagetest.CalcRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calc, err := e.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	gets := map[string]int{}
+	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/blobs/") {
+			mu.Lock()
+			gets[r.URL.Path]++
+			mu.Unlock()
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	ref := strings.TrimPrefix(srv.URL, "http://") + "/fixture/calc:2"
+	tag, _ := name.NewTag(ref)
+	if err := remote.Write(tag, calc); err != nil {
+		t.Fatal(err)
+	}
+	inst := imagetest.CalcFixture(t).Instance()
+	inst["image"] = ref
+	gt, _ := json.Marshal(inst)
+	row, _ := json.Marshal(map[string]any{"data_source": "swe-fixture", "responses": []string{imagetest.CalcGoldPatch,
+		imagetest.CalcGoldPatch}, "reward_model": map[string]any{"ground_truth": string(gt)}})
+	dir := t.TempDir()
+	in := writeFile(t, dir, "rows.jsonl", string(row)+"\n"+string(row)+"\n")
+	store := filepath.Join(dir, "store")
+	bin := buildBinary(t)
+	var runs [2]*exec.Cmd
+	var errs [2]bytes.Buffer
+	for i := range runs {
+		runs[i] = exec.Command(bin, "run", in, "-o", filepath.Join(dir, fmt.Sprintf("out%d.jsonl", i)), "--image-store",
+			store)
+		runs[i].Stderr = &errs[i]
+		if err := runs[i].Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, c := range runs {
+		if err := c.Wait(); err != nil {
+			t.Fatalf("run %d: %v\n%s", i, err, errs[i].String())
+		}
+		for j, r := range readJSONL(t, filepath.Join(dir, fmt.Sprintf("out%d.jsonl", i))) {
+			if got, _ := json.Marshal(r["reward"]); string(got) != "[1,1]" {
+				t.Errorf("run %d, row %d: reward %s (%v)", i, j, got, r["reward_error"])
+			}
+		}
+	}
+	unpacked := 0
+	for i := range runs {
+		if strings.Contains(errs[i].String(), "image "+ref+" unpacked: ") {
+			unpacked++
+		}
+	}
+	if unpacked != 1 {
+		t.Errorf("%d processes unpacked the image; want 1\n%s\n%s", unpacked, errs[0].String(), errs[1].String())
+	}
+	ls, _ := calc.Layers()
+	for _, l := range ls {
+		d, _ := l.Digest()
+		mu.Lock()
+		n := gets["/v2/fixture/calc/blobs/"+d.String()]
+		mu.Unlock()
+		if n != 1 {
+			t.Errorf("layer %s fetched %d times; want once", d, n)
+		}
+	}
+	st, err := image.OpenStore(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := st.List()
+	if err != nil || len(u.Images) != 1 {
+		t.Errorf("the store holds %v (%v); want the one image", u, err)
 	}
 }

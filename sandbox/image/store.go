@@ -55,6 +55,9 @@ type Unpacked struct {
 	Root   string // the flattened root filesystem, read-only to rollouts
 	Config v1.Config
 	Meta   Meta
+	// Fresh is set when this call unpacked it (not found it there, nor
+	// waited for another process's unpack).
+	Fresh bool
 }
 
 // OpenStore opens (making it if need be) the store at dir and removes what
@@ -257,6 +260,7 @@ func (s *Store) unpack(id string, names []string, source string, cfg *v1.ConfigF
 	if !found {
 		return nil, fmt.Errorf("image store: %s vanished after its unpack", id)
 	}
+	u.Fresh = true
 	return u, nil
 }
 

@@ -280,9 +280,13 @@ func (s *Runner) unpack(ref string, do func(progress func(int64)) (*image.Unpack
 		progress = p
 	}
 	u, err := do(progress)
-	if err == nil && s.Notify != nil {
+	switch {
+	case err != nil || s.Notify == nil:
+	case u.Fresh:
 		s.Notify(fmt.Sprintf("image %s unpacked: %d files, %.1f MB, in %.1f s", ref, u.Meta.Files,
 			float64(u.Meta.Bytes)/(1<<20), u.Meta.Seconds))
+	default:
+		s.Notify(fmt.Sprintf("image %s: another process unpacked it meanwhile", ref))
 	}
 	return u, err
 }
