@@ -161,8 +161,14 @@ func runScore(ctx context.Context, opts *runOptions) error {
 		watchUnpacks(sc.swe, reporter, rows)
 	}
 	unwatch := stopOnInterrupt(opts.streams, sc.eng)
+	started := time.Now()
 	sum, err := job.Run(ctx, sc.eng, jo)
 	unwatch()
+	if sc.swe != nil && !opts.quiet && len(sc.swe.Used()) > 0 {
+		fmt.Fprintf(errOut, "verl-score: the sandbox's slots were idle %.1f slot-s waiting for images (found, "+
+			"pulled, unpacked; the first ready after %.1f s) in a %.1f s run\n", sc.swe.IdleWaiting().Seconds(),
+			sc.swe.FirstReady().Seconds(), time.Since(started).Seconds())
+	}
 	reporter.Stop()
 	if sum != nil && (err == nil || errors.Is(err, job.ErrInterrupted)) {
 		if opts.json {

@@ -56,7 +56,7 @@ func run(ctx context.Context, args ...string) (code int, stdout, stderr string) 
 	return code, out.String(), errb.String()
 }
 
-func writeFile(t *testing.T, dir, name, text string) string {
+func writeFile(t testing.TB, dir, name, text string) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
 	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {

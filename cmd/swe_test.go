@@ -49,7 +49,7 @@ func sweDataset(t *testing.T, rows [][]string, truth func(map[string]any)) (in, 
 	return in, images
 }
 
-func readJSONL(t *testing.T, path string) []map[string]any {
+func readJSONL(t testing.TB, path string) []map[string]any {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {

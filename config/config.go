@@ -342,6 +342,14 @@ func Settings() []Setting {
 			Set: to(func(c *Config) *float64 { return &c.SWE.StoreMaxGB }, nonNegative[float64]("image_store_max_gb")),
 			Usage: "repository tasks: GB the image store may hold (unpacked images and fetched layers); past it, the " +
 				"least recently used images no process is using are evicted; 0: no bound"},
+		{Key: "prefetch_images", Default: 2, Commands: scoring,
+			Set: to(func(c *Config) *int { return &c.SWE.PrefetchImages }, nonNegative[int]("prefetch_images")),
+			Usage: "repository tasks: images of the rows ahead pulled and unpacked at once in the background, so " +
+				"rollouts do not wait for them; 0: none"},
+		{Key: "prefetch_mb", Default: 16384, Commands: scoring,
+			Set: to(func(c *Config) *int { return &c.SWE.PrefetchMB }, positive[int]("prefetch_mb")),
+			Usage: "repository tasks: MB of images (unpacked) readied ahead and not yet used; past it, prefetching " +
+				"waits for rollouts to use them"},
 		{Key: "pull", Default: swerun.PullMissing, Commands: scoring,
 			Set: to(func(c *Config) *string { return &c.SWE.Pull },
 				oneOf("pull", swerun.PullMissing, swerun.PullAlways, swerun.PullNever)),

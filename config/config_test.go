@@ -170,7 +170,7 @@ func TestEverySettingReachesTheConfig(t *testing.T) {
 		"listen":  "0.0.0.0:9000", "max_queue": "5", "max_queue_bytes": "1MiB", "max_body": "1MiB",
 		"shutdown_timeout": "5s", "log_level": "debug",
 		"images": t.TempDir(), "swe_rules": "5", "swe_reward": "f2p", "pull": "never",
-		"registry_auth": "ghcr.io=Bearer tok3n", "image_store_max_gb": "50",
+		"registry_auth": "ghcr.io=Bearer tok3n", "image_store_max_gb": "50", "prefetch_images": "0",
 	}
 	base, baseLoader, err := load(t, nil)
 	if err != nil {

@@ -16,6 +16,14 @@ type SWERunner interface {
 	Evaluate(ctx context.Context, inst *swe.Instance, plan *swe.Plan, patch string) *swe.Outcome
 }
 
+// SWEPrefetcher is an SWERunner that can ready an instance's environment
+// ahead of its rollout (pull and unpack its image in the background): the
+// engine tells it of each rollout as it enters the window, so the images
+// of the rows ahead are ready when their rollouts get a slot.
+type SWEPrefetcher interface {
+	Prefetch(inst *swe.Instance)
+}
+
 // SWE rewards (Options.SWEReward).
 const (
 	// SWERewardResolved is 1 for a resolved instance, else 0 (SWE-bench,
@@ -123,6 +131,9 @@ func (e *Engine) startSWE(st *solState, sol Solution, inst *swe.Instance, err er
 		e.endSWE(st, &swe.Outcome{Kind: swe.SandboxError, ExitCode: -1,
 			Why: "repository tasks run in the embedded sandbox only, with --images naming their images"})
 		return st
+	}
+	if p, ok := e.opts.SWE.(SWEPrefetcher); ok {
+		p.Prefetch(inst)
 	}
 	return st
 }

@@ -294,6 +294,9 @@ func NewRunner(iso Isolation, concurrency, maxOutput int, tempDir string, warn f
 	}
 }
 
+// Slots is how many steps the Runner runs at once.
+func (r *Runner) Slots() int { return cap(r.sem) }
+
 // Starter starts a step's first process another way than by exec (the
 // Python fork server): declared here, where it is used.
 type Starter interface {

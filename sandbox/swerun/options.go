@@ -42,6 +42,12 @@ type Options struct {
 	// StoreMaxGB bounds the image store: past it, the least recently used
 	// images that no process holds are evicted. 0: no bound.
 	StoreMaxGB float64
+	// PrefetchImages is how many images of the rows ahead are readied
+	// (pulled, unpacked) at once in the background; 0: none.
+	PrefetchImages int
+	// PrefetchMB bounds the images readied ahead and not yet used, in MB
+	// unpacked: past it, prefetching waits for rollouts to use them.
+	PrefetchMB int
 }
 
 // Used is an image a run used: the name rows gave, where it came from, and
@@ -75,7 +81,7 @@ const (
 // memory, which holds a test suite's processes (Django's and sympy's run in
 // one or two) beside a full disk cap; 16 MiB of log.
 var DefaultOptions = Options{Rules: swe.DefaultRules, Timeout: 1800 * time.Second, DiskMB: 2048,
-	MemoryMB: 8192, MaxLog: 16 << 20, Pull: PullMissing}
+	MemoryMB: 8192, MaxLog: 16 << 20, Pull: PullMissing, PrefetchImages: 2, PrefetchMB: 16384}
 
 // DefaultImageStore is where unpacked images are kept unless
 // --image-store says otherwise: the user's cache directory.

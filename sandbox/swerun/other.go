@@ -5,6 +5,7 @@ package swerun
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/verl-score/verl-score/swe"
 )
@@ -15,6 +16,18 @@ type Runner struct {
 	Unpacking func(ref string) (progress func(int64), done func()) // unused here
 	Pulling   func(ref string) (progress func(int64), done func()) // unused here
 }
+
+// Waited is nothing here.
+func (*Runner) Waited() time.Duration { return 0 }
+
+// WaitedFirst is nothing here.
+func (*Runner) WaitedFirst() time.Duration { return 0 }
+
+// FirstReady is nothing here.
+func (*Runner) FirstReady() time.Duration { return 0 }
+
+// IdleWaiting is nothing here.
+func (*Runner) IdleWaiting() time.Duration { return 0 }
 
 // Close does nothing here.
 func (*Runner) Close() {}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -47,6 +48,23 @@ type Runner struct {
 	finding singleflight.Group
 	// held release the images this runner holds in the store
 	held []func()
+	// the images of the rollouts ahead, readied in the background
+	prefetchOnce sync.Once
+	pf           *prefetcher
+	waited       atomic.Int64 // ns rollouts waited for their images
+	firstRef     string       // the first image a rollout asked for
+	waitedFirst  time.Duration
+	// slots bound rollouts without prefetching; prep the images readied at
+	// once (gate)
+	gateOnce    sync.Once
+	slots, prep chan struct{}
+	// the sandbox's idle slot time while rollouts waited (idle)
+	idleMu           sync.Mutex
+	idleLast         time.Time
+	idleFirst        time.Time
+	firstReady       time.Duration
+	running, waiting int
+	idleSlot         time.Duration
 
 	// what NewSWE opens on first use
 	once                sync.Once
@@ -113,6 +131,9 @@ func (s *Runner) Environment(ctx context.Context, inst *swe.Instance) (*image.Un
 		if ok {
 			return u, nil
 		}
+		s.initGate()
+		s.prep <- struct{}{}
+		defer func() { <-s.prep }()
 		u, used, err := s.environment(ctx, ref)
 		if err != nil {
 			return nil, err
@@ -190,6 +211,7 @@ func (s *Runner) environment(ctx context.Context, ref string) (*image.Unpacked, 
 
 // Close lets go of the images the runner holds: the store may evict them.
 func (s *Runner) Close() {
+	s.stopPrefetch()
 	s.mu.Lock()
 	held := s.held
 	s.held, s.envs = nil, nil
@@ -323,7 +345,14 @@ func (s *Runner) fromPath(path string) (*image.Unpacked, error) {
 // did: the environment's and the sandbox's failures are outcomes of their
 // own (swe.EnvironmentError, swe.SandboxError).
 func (s *Runner) Evaluate(ctx context.Context, inst *swe.Instance, plan *swe.Plan, patch string) *swe.Outcome {
+	release := s.gate()
+	defer release()
+	start := time.Now()
+	s.idle(0, 1)
 	env, err := s.Environment(ctx, inst)
+	s.idle(1, -1)
+	defer s.idle(-1, 0)
+	s.gotImage(inst.ImageRef(), time.Since(start))
 	if err != nil {
 		return &swe.Outcome{Kind: swe.EnvironmentError, Why: err.Error(), ExitCode: -1}
 	}
