@@ -192,6 +192,23 @@ func setupScoring(loader *config.Loader, errOut io.Writer) (*scoring, error) {
 		eo.Cache = c
 	}
 	var sweRunner *swerun.Runner
+	var sweFleet *sandboxclient.SWEFleet
+	if len(cfg.SandboxURL) > 0 {
+		// repository tasks go to the endpoints' /run_swe (verl-score serve)
+		header := http.Header{}
+		for _, h := range cfg.SandboxHeader {
+			if name, value, err := sandboxclient.ParseHeader(h); err == nil {
+				header.Add(name, value)
+			}
+		}
+		sweFleet, err = sandboxclient.NewSWEFleet(sandboxclient.SWEFleetOptions{URLs: cfg.SandboxURL, Header: header,
+			Rules: cfg.Engine.SWERules, Timeout: cfg.SWE.Timeout + sweFleetPullTime})
+		if err != nil {
+			closeClient()
+			return nil, err
+		}
+		eo.SWE = sweFleet
+	}
 	if l, ok := client.(*sandbox.Local); ok {
 		// repository tasks run in the embedded sandbox alone
 		if r, err := sandbox.NewSWE(l, cfg.Images, cfg.ImageStore, cfg.SWE); err == nil {
@@ -215,5 +232,38 @@ func setupScoring(loader *config.Loader, errOut io.Writer) (*scoring, error) {
 	if f, ok := client.(*sandboxclient.Fleet); ok {
 		sc.endpoints = f.Stats
 	}
+	if sweFleet != nil {
+		programs := sc.endpoints
+		sc.endpoints = func() []sandboxclient.EndpointStats { return mergeSWEStats(programs, sweFleet.Stats()) }
+	}
 	return sc, nil
+}
+
+// sweFleetPullTime is what a fleet's rollout may take beyond its own
+// timeout: a node that lacks the image pulls and unpacks it first.
+const sweFleetPullTime = time.Hour
+
+// mergeSWEStats puts the repository tasks' figures of each endpoint beside
+// its programs' (by URL; programs is nil with one endpoint).
+func mergeSWEStats(programs func() []sandboxclient.EndpointStats,
+	swe []sandboxclient.EndpointStats) []sandboxclient.EndpointStats {
+	var out []sandboxclient.EndpointStats
+	if programs != nil {
+		out = programs()
+	}
+	for _, s := range swe {
+		found := false
+		for i := range out {
+			if out[i].URL == s.URL {
+				out[i].SWERollouts, out[i].SWEImages, out[i].SWEPulls = s.SWERollouts, s.SWEImages, s.SWEPulls
+				out[i].Requests += s.Requests
+				out[i].Errors += s.Errors
+				found = true
+			}
+		}
+		if !found {
+			out = append(out, s)
+		}
+	}
+	return out
 }

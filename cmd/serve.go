@@ -6,13 +6,18 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
 	"github.com/verl-score/verl-score/config"
 	"github.com/verl-score/verl-score/sandbox"
+	"github.com/verl-score/verl-score/sandbox/swerun"
+	"github.com/verl-score/verl-score/sandboxclient"
 	"github.com/verl-score/verl-score/server"
+	"github.com/verl-score/verl-score/swe"
 	"github.com/verl-score/verl-score/testcases"
 )
 
@@ -25,7 +30,10 @@ type serveOptions struct {
 	Server   server.Options
 	LogLevel slog.Level
 	Sandbox  sandbox.Options
-	loader   *config.Loader
+	// Images, ImageStore and SWE are repository tasks' settings (/run_swe).
+	Images, ImageStore string
+	SWE                swerun.Options
+	loader             *config.Loader
 
 	ErrOut io.Writer
 	// Interrupt, when closed (the first SIGINT or SIGTERM), starts the
@@ -103,6 +111,7 @@ Point verl at it with:
 				return err
 			}
 			opts.Listen, opts.Server, opts.LogLevel, opts.Sandbox = cfg.Listen, cfg.Server, cfg.LogLevel, cfg.Sandbox
+			opts.Images, opts.ImageStore, opts.SWE = cfg.Images, cfg.ImageStore, cfg.SWE
 			return runF(c.Context(), opts)
 		},
 	}
@@ -155,6 +164,12 @@ func runServe(ctx context.Context, opts *serveOptions) error {
 
 	so := opts.Server
 	so.Logger = logger
+	// repository tasks (/run_swe) on Linux, with the embedded sandbox
+	if r, err := sandbox.NewSWE(local, opts.Images, opts.ImageStore, opts.SWE); err == nil {
+		r.Notify = func(msg string) { logger.Info(msg) }
+		defer r.Close()
+		so.SWE = &sweServer{r: r}
+	}
 	srv := server.New(local, so)
 	err = srv.ListenAndServe(ctx, opts.Listen, func(a net.Addr) {
 		fmt.Fprintf(errOut, "listening on http://%s/run_code: %s\n", a, startLine(local, opts))
@@ -182,4 +197,34 @@ func startLine(local *sandbox.Local, opts *serveOptions) string {
 	}
 	return fmt.Sprintf("%d languages (%s), %d slots, queue %s, isolation %s",
 		len(langs), strings.Join(langs, " "), opts.Server.Slots, queue, local.IsolationSummary())
+}
+
+// sweServer answers /run_swe with the embedded sandbox's repository tasks,
+// saying which image each rollout ran in and whether its request pulled it.
+type sweServer struct {
+	r        *swerun.Runner
+	mu       sync.Mutex
+	reported map[string]bool // images whose pull a response has told of
+}
+
+func (s *sweServer) Run(req *http.Request, inst *swe.Instance, plan *swe.Plan, patch string,
+	rules swe.Rules) (*swe.Outcome, *sandboxclient.SWEImage) {
+	o := s.r.EvaluateUnder(req.Context(), inst, plan, patch, rules)
+	ref := inst.ImageRef()
+	for _, u := range s.r.Used() {
+		if u.Ref != ref {
+			continue
+		}
+		img := &sandboxclient.SWEImage{Ref: ref, Digest: u.Digest, ID: u.ID, Source: u.Source}
+		s.mu.Lock()
+		if u.Source == "registry" && !s.reported[ref] {
+			if s.reported == nil {
+				s.reported = map[string]bool{}
+			}
+			s.reported[ref], img.Pulled = true, true
+		}
+		s.mu.Unlock()
+		return o, img
+	}
+	return o, nil
 }

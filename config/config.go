@@ -331,31 +331,31 @@ func Settings() []Setting {
 		{Key: "checker_key", Default: "", Commands: scoring, Set: to(func(c *Config) *string { return &c.Engine.CheckerKey }),
 			Usage: "ground-truth field holding a problem's checker (its code, or {\"code\", \"language\"}), run on each " +
 				"output with input.txt, output.txt, answer.txt; e.g. checker (default: none, as verl)"},
-		{Key: "images", Default: "", Commands: scoring,
+		{Key: "images", Default: "", Commands: scoring | Serve,
 			Set: to(func(c *Config) *string { return &c.Images }, existingDir("images")),
 			Usage: "repository tasks: a directory of their images, OCI layouts (or one layout holding many) and docker " +
 				"save archives, found by the name a row gives (image, image_name, docker_image) or SWE-bench's naming"},
-		{Key: "image_store", Default: "", Commands: scoring | Images, Set: to(func(c *Config) *string { return &c.ImageStore }),
+		{Key: "image_store", Default: "", Commands: scoring | Images | Serve, Set: to(func(c *Config) *string { return &c.ImageStore }),
 			Usage: "repository tasks: where images are unpacked, once each, shared by concurrent runs (default: the " +
 				"user's cache directory, verl-score/images)"},
-		{Key: "image_store_max_gb", Default: 0.0, Commands: scoring | Images,
+		{Key: "image_store_max_gb", Default: 0.0, Commands: scoring | Images | Serve,
 			Set: to(func(c *Config) *float64 { return &c.SWE.StoreMaxGB }, nonNegative[float64]("image_store_max_gb")),
 			Usage: "repository tasks: GB the image store may hold (unpacked images and fetched layers); past it, the " +
 				"least recently used images no process is using are evicted; 0: no bound"},
-		{Key: "prefetch_images", Default: 2, Commands: scoring,
+		{Key: "prefetch_images", Default: 2, Commands: scoring | Serve,
 			Set: to(func(c *Config) *int { return &c.SWE.PrefetchImages }, nonNegative[int]("prefetch_images")),
 			Usage: "repository tasks: images of the rows ahead pulled and unpacked at once in the background, so " +
 				"rollouts do not wait for them; 0: none"},
-		{Key: "prefetch_mb", Default: 16384, Commands: scoring,
+		{Key: "prefetch_mb", Default: 16384, Commands: scoring | Serve,
 			Set: to(func(c *Config) *int { return &c.SWE.PrefetchMB }, positive[int]("prefetch_mb")),
 			Usage: "repository tasks: MB of images (unpacked) readied ahead and not yet used; past it, prefetching " +
 				"waits for rollouts to use them"},
-		{Key: "pull", Default: swerun.PullMissing, Commands: scoring,
+		{Key: "pull", Default: swerun.PullMissing, Commands: scoring | Serve,
 			Set: to(func(c *Config) *string { return &c.SWE.Pull },
 				oneOf("pull", swerun.PullMissing, swerun.PullAlways, swerun.PullNever)),
 			Usage: "repository tasks: when an image is pulled from its registry: missing (one in neither --images nor " +
 				"the store), always (each reference resolved once per run) or never"},
-		{Key: "registry_auth", Default: []string{}, Commands: scoring | Images, Redact: image.RedactRegistryAuth,
+		{Key: "registry_auth", Default: []string{}, Commands: scoring | Images | Serve, Redact: image.RedactRegistryAuth,
 			Set: func(c *Config, v any) error {
 				c.SWE.Auth = nil
 				for _, a := range v.([]string) {
@@ -373,7 +373,7 @@ func Settings() []Setting {
 			Usage: "repository tasks: credentials for a registry, HOST=USER:PASSWORD or HOST=Bearer TOKEN ($VAR is " +
 				"taken from the environment); repeatable; never printed. Docker's configuration " +
 				"(~/.docker/config.json) is read too"},
-		{Key: "swe_timeout", Default: 1800.0, Commands: scoring, Set: func(c *Config, v any) error {
+		{Key: "swe_timeout", Default: 1800.0, Commands: scoring | Serve, Set: func(c *Config, v any) error {
 			x := v.(float64)
 			if err := positive[float64]("swe_timeout")(x); err != nil {
 				return err
@@ -382,10 +382,10 @@ func Settings() []Setting {
 			return nil
 		}, Usage: "repository tasks: seconds a rollout's apply and tests may take " +
 			"(SWE-bench's 1800); beyond, the outcome is timeout"},
-		{Key: "env_disk_mb", Default: 2048, Commands: scoring,
+		{Key: "env_disk_mb", Default: 2048, Commands: scoring | Serve,
 			Set:   to(func(c *Config) *int { return &c.SWE.DiskMB }, positive[int]("env_disk_mb")),
 			Usage: "repository tasks: MB a rollout may write over its image (in memory: it counts in swe_memory_mb)"},
-		{Key: "swe_memory_mb", Default: 8192, Commands: scoring,
+		{Key: "swe_memory_mb", Default: 8192, Commands: scoring | Serve,
 			Set:   to(func(c *Config) *int { return &c.SWE.MemoryMB }, positive[int]("swe_memory_mb")),
 			Usage: "repository tasks: MB of memory a rollout's processes and written files may use together"},
 		{Key: "swe_rules", Default: "4.1.0", Commands: scoring, Set: parsed(func(c *Config, s string) error {

@@ -714,9 +714,16 @@ func (s *Summary) WriteTable(w io.Writer) {
 	if len(s.Endpoints) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		adaptive := s.Endpoints[0].Adaptive != nil
+		swe := false
+		for _, e := range s.Endpoints {
+			swe = swe || e.SWERollouts > 0 || e.SWEImages > 0
+		}
 		head := "endpoint\tweight\trequests\terrors\tejections\tmean latency ms\t"
 		if adaptive {
 			head += "limit: end, mean (lowest-highest)\tshed\t"
+		}
+		if swe {
+			head += "SWE rollouts\timages\tpulled\t"
 		}
 		fmt.Fprintln(tw, head)
 		for _, e := range s.Endpoints {
@@ -728,9 +735,20 @@ func (s *Summary) WriteTable(w io.Writer) {
 			if a := e.Adaptive; a != nil {
 				fmt.Fprintf(tw, "%d, %.1f (%d-%d)\t%d\t", a.Limit, a.Mean, a.Lowest, a.Highest, a.Overloads)
 			}
+			if swe {
+				fmt.Fprintf(tw, "%d\t%d\t%d\t", e.SWERollouts, e.SWEImages, e.SWEPulls)
+			}
 			fmt.Fprintln(tw)
 		}
 		tw.Flush()
+		if swe {
+			var images, pulls int64
+			for _, e := range s.Endpoints {
+				images, pulls = images+e.SWEImages, pulls+e.SWEPulls
+			}
+			fmt.Fprintf(w, "repository tasks over %d endpoints: %d images routed, %d pulls (affinity: an image's "+
+				"rollouts go to the endpoint that has it)\n", len(s.Endpoints), images, pulls)
+		}
 	}
 }
 

@@ -92,6 +92,11 @@ type EndpointStats struct {
 	// Adaptive is where the endpoint's adaptive limit went (--max-concurrent
 	// auto); nil without one.
 	Adaptive *AdaptiveStats `json:"adaptive,omitempty"`
+	// Of repository tasks (SWEFleet): the rollouts it ran, the images
+	// routed to it, and those it pulled.
+	SWERollouts int64 `json:"swe_rollouts,omitempty"`
+	SWEImages   int64 `json:"swe_images,omitempty"`
+	SWEPulls    int64 `json:"swe_pulls,omitempty"`
 }
 
 // NewFleet builds a client over opts.URLs.

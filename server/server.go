@@ -60,6 +60,8 @@ type Options struct {
 	ShutdownTimeout time.Duration
 	// Logger receives one debug line per request (default: discard).
 	Logger *slog.Logger
+	// SWE, if set, answers POST /run_swe (repository tasks' rollouts).
+	SWE SWERunner
 }
 
 // DefaultMaxQueueBytes is the default bound on queued request bodies: a
@@ -120,6 +122,7 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/run_code", s.handleRunCode)
 	mux.HandleFunc("/run_jupyter", s.handleRunJupyter)
+	mux.HandleFunc(sandboxclient.SWEPath, s.handleRunSWE)
 	mux.HandleFunc("/health", s.handleHealth)
 	mux.HandleFunc("/metrics", s.handleMetrics)
 	return mux

@@ -230,3 +230,33 @@ func (inst *Instance) ImageRef() string {
 	id := strings.ReplaceAll(strings.ToLower(inst.InstanceID), "__", "_1776_")
 	return "swebench/sweb.eval.x86_64." + id + ":latest"
 }
+
+// Fields are the instance as a ground truth gives it (SWE-bench's field
+// names), which ParseInstance reads back to the same instance: what
+// serve's /run_swe is sent.
+func (inst *Instance) Fields() map[string]any {
+	m := map[string]any{
+		"instance_id": inst.InstanceID, "repo": inst.Repo, "base_commit": inst.BaseCommit,
+		"test_patch": inst.TestPatch, "version": inst.Version,
+		"FAIL_TO_PASS": nonNil(inst.FailToPass), "PASS_TO_PASS": nonNil(inst.PassToPass),
+		"workdir": inst.WorkDir,
+	}
+	if inst.Image != "" {
+		m["image"] = inst.Image
+	}
+	if inst.EvalScript != "" {
+		m["eval_script"] = inst.EvalScript
+	}
+	if ic := inst.Install; ic != nil {
+		m["install_config"] = map[string]any{"test_cmd": nonNil(ic.TestCmd), "eval_commands": nonNil(ic.EvalCommands),
+			"log_parser": ic.LogParser, "install": ic.Install}
+	}
+	return m
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -40,6 +40,12 @@ func (*Runner) Evaluate(context.Context, *swe.Instance, *swe.Plan, string) *swe.
 	return &swe.Outcome{Kind: swe.SandboxError, Why: "repository tasks need Linux", ExitCode: -1}
 }
 
+// EvaluateUnder is never called either.
+func (r *Runner) EvaluateUnder(ctx context.Context, inst *swe.Instance, plan *swe.Plan, patch string,
+	_ swe.Rules) *swe.Outcome {
+	return r.Evaluate(ctx, inst, plan, patch)
+}
+
 // New says that repository tasks need Linux.
 func New(any, string, string, Options) (*Runner, error) {
 	return nil, errors.New("repository tasks need Linux")

@@ -345,6 +345,13 @@ func (s *Runner) fromPath(path string) (*image.Unpacked, error) {
 // did: the environment's and the sandbox's failures are outcomes of their
 // own (swe.EnvironmentError, swe.SandboxError).
 func (s *Runner) Evaluate(ctx context.Context, inst *swe.Instance, plan *swe.Plan, patch string) *swe.Outcome {
+	return s.EvaluateUnder(ctx, inst, plan, patch, s.Opts.Rules)
+}
+
+// EvaluateUnder is Evaluate under the given rules (serve's /run_swe takes
+// the client's).
+func (s *Runner) EvaluateUnder(ctx context.Context, inst *swe.Instance, plan *swe.Plan, patch string,
+	rules swe.Rules) *swe.Outcome {
 	release := s.gate()
 	defer release()
 	start := time.Now()
@@ -373,7 +380,7 @@ func (s *Runner) Evaluate(ctx context.Context, inst *swe.Instance, plan *swe.Pla
 		Env:  sweEnv(env.Config.Env),
 		Files: map[string][]byte{
 			swe.PatchPath:      []byte(patch),
-			sweApply:           []byte(swe.ApplyScript(wd, swe.PatchPath, s.Opts.Rules)),
+			sweApply:           []byte(swe.ApplyScript(wd, swe.PatchPath, rules)),
 			sweEval:            []byte(plan.Script),
 			sweDir + "/run.sh": []byte(driver),
 		},
@@ -405,7 +412,7 @@ func (s *Runner) Evaluate(ctx context.Context, inst *swe.Instance, plan *swe.Pla
 		return &swe.Outcome{Kind: swe.EnvironmentError, Why: "the image cannot run the evaluation: " + res.Stderr,
 			ExitCode: -1}
 	}
-	return swe.Judge(inst, plan, patch, out, s.Opts.Rules)
+	return swe.Judge(inst, plan, patch, out, rules)
 }
 
 // sweEnv is a rollout's environment: the image's, with a HOME.

@@ -1,0 +1,296 @@
+package sandboxclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/verl-score/verl-score/swe"
+)
+
+// SWERequest is the body of verl-score serve's POST /run_swe: one rollout
+// of a repository task.
+type SWERequest struct {
+	// Instance is the SWE instance, with SWE-bench's field names (as a
+	// ground truth has them).
+	Instance map[string]any `json:"instance"`
+	// Patch is the model's patch, already taken from its response.
+	Patch string `json:"patch"`
+	// Rules are the SWE-bench release whose rules apply and grade: "4.1.0"
+	// (the default) or "5".
+	Rules string `json:"rules,omitempty"`
+}
+
+// SWEResponse is /run_swe's answer: the rollout's outcome.
+type SWEResponse struct {
+	Outcome      string     `json:"outcome"` // swe.Resolved, swe.TestsFailed, …
+	Why          string     `json:"why,omitempty"`
+	PatchApplied bool       `json:"patch_applied"`
+	AppliedBy    string     `json:"applied_by,omitempty"`
+	ApplyOutput  string     `json:"apply_output,omitempty"`
+	Log          string     `json:"log,omitempty"`
+	ExitCode     int        `json:"test_exit_code"`
+	Resolution   string     `json:"resolution,omitempty"`
+	FailToPass   []SWETest  `json:"FAIL_TO_PASS,omitempty"`
+	PassToPass   []SWETest  `json:"PASS_TO_PASS,omitempty"`
+	Flags        []swe.Flag `json:"flags,omitempty"`
+	// Image is the environment the rollout ran in, and whether this
+	// request pulled it (the node lacked it).
+	Image *SWEImage `json:"image,omitempty"`
+}
+
+// SWETest is one FAIL_TO_PASS or PASS_TO_PASS test's grade.
+type SWETest struct {
+	Name   string `json:"name"`
+	Status string `json:"status,omitempty"`
+	Passed bool   `json:"passed"`
+	Failed bool   `json:"failed"`
+}
+
+// SWEImage says which image a rollout ran in on the node.
+type SWEImage struct {
+	Ref    string `json:"ref"`
+	Digest string `json:"digest,omitempty"`
+	ID     string `json:"id,omitempty"`
+	Source string `json:"source,omitempty"`
+	Pulled bool   `json:"pulled,omitempty"`
+}
+
+// SWEResponseOf is an outcome as /run_swe answers it.
+func SWEResponseOf(o *swe.Outcome) *SWEResponse {
+	r := &SWEResponse{Outcome: o.Kind, Why: o.Why, PatchApplied: o.PatchApplied, AppliedBy: o.AppliedBy,
+		ApplyOutput: o.ApplyOutput, Log: o.Log, ExitCode: o.ExitCode, Flags: o.Flags}
+	if rep := o.Report; rep != nil {
+		r.Resolution = rep.Resolution
+		conv := func(ts []swe.TestResult) []SWETest {
+			out := make([]SWETest, len(ts))
+			for i, t := range ts {
+				out[i] = SWETest{Name: t.Name, Status: t.Status, Passed: t.Passed, Failed: t.Failed}
+			}
+			return out
+		}
+		r.FailToPass, r.PassToPass = conv(rep.FailToPass), conv(rep.PassToPass)
+	}
+	return r
+}
+
+// Outcome is the answer as the engine records it.
+func (r *SWEResponse) ToOutcome() *swe.Outcome {
+	o := &swe.Outcome{Kind: r.Outcome, Why: r.Why, PatchApplied: r.PatchApplied, AppliedBy: r.AppliedBy,
+		ApplyOutput: r.ApplyOutput, Log: r.Log, ExitCode: r.ExitCode, Flags: r.Flags}
+	if r.Resolution != "" {
+		conv := func(ts []SWETest) []swe.TestResult {
+			out := make([]swe.TestResult, len(ts))
+			for i, t := range ts {
+				out[i] = swe.TestResult{Name: t.Name, Status: t.Status, Passed: t.Passed, Failed: t.Failed}
+			}
+			return out
+		}
+		o.Report = &swe.Report{FailToPass: conv(r.FailToPass), PassToPass: conv(r.PassToPass),
+			Resolution: r.Resolution}
+	}
+	return o
+}
+
+// SWEPath is /run_swe's path beside /run_code.
+const SWEPath = "/run_swe"
+
+// sweURL is the /run_swe URL of a /run_code one.
+func sweURL(runCode string) string {
+	u := strings.TrimSuffix(runCode, "/")
+	u = strings.TrimSuffix(u, "/run_code")
+	return u + SWEPath
+}
+
+// SWEFleet sends repository tasks' rollouts to verl-score serve endpoints
+// (their /run_swe). An image's rollouts go to the endpoint that ran that
+// image before, which holds it unpacked (affinity); an image new to the
+// run goes to the endpoint with the fewest rollouts in flight, which pulls
+// it itself. A failing endpoint is left for a while and its images go
+// elsewhere. It is a score.SWERunner.
+type SWEFleet struct {
+	eps     []*sweEndpoint
+	client  *http.Client
+	header  http.Header
+	rules   swe.Rules
+	retries int
+
+	mu      sync.Mutex
+	byImage map[string]int // image reference → endpoint
+}
+
+type sweEndpoint struct {
+	url      string // /run_swe
+	shown    string // redacted, for stats
+	inFlight int
+	downTill time.Time
+	// figures
+	rollouts, errors, pulls int64
+	images                  map[string]bool
+	latency                 time.Duration
+}
+
+// SWEFleetOptions configure an SWEFleet.
+type SWEFleetOptions struct {
+	// URLs are the endpoints' /run_code URLs (as --sandbox-url gives them);
+	// a #weight=N fragment is ignored here.
+	URLs   []string
+	Header http.Header
+	Rules  swe.Rules
+	// Timeout bounds one rollout's request: the rollout's own timeout and
+	// the image's pull and unpack on a node that lacks it.
+	Timeout time.Duration
+	// Attempts is how many endpoints a rollout tries before it is a
+	// sandbox error (default 3).
+	Attempts int
+}
+
+// NewSWEFleet is the client of a fleet of serve endpoints for repository
+// tasks.
+func NewSWEFleet(o SWEFleetOptions) (*SWEFleet, error) {
+	if len(o.URLs) == 0 {
+		return nil, errors.New("repository tasks over a fleet: no endpoint")
+	}
+	if o.Attempts <= 0 {
+		o.Attempts = 3
+	}
+	f := &SWEFleet{client: &http.Client{Timeout: o.Timeout}, header: o.Header, rules: o.Rules,
+		retries: o.Attempts, byImage: map[string]int{}}
+	for _, u := range o.URLs {
+		u, _, _ = strings.Cut(u, "#")
+		f.eps = append(f.eps, &sweEndpoint{url: sweURL(u), shown: RedactURL(u), images: map[string]bool{}})
+	}
+	return f, nil
+}
+
+// pick chooses the endpoint for an image: the one it went to, unless that
+// one is down or tried already; else the least loaded.
+func (f *SWEFleet) pick(ref string, tried map[int]bool) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := time.Now()
+	if i, ok := f.byImage[ref]; ok && !tried[i] && now.After(f.eps[i].downTill) {
+		f.eps[i].inFlight++
+		return i
+	}
+	best := -1
+	for i, e := range f.eps {
+		if tried[i] {
+			continue
+		}
+		up := now.After(e.downTill)
+		if best < 0 {
+			best = i
+			continue
+		}
+		b := f.eps[best]
+		bUp := now.After(b.downTill)
+		if up && !bUp || up == bUp && e.inFlight < b.inFlight {
+			best = i
+		}
+	}
+	if best < 0 {
+		return -1
+	}
+	f.byImage[ref] = best
+	f.eps[best].inFlight++
+	f.eps[best].images[ref] = true
+	return best
+}
+
+// Evaluate sends one rollout to the fleet. A transport error or a 5xx
+// sends it to another endpoint; when every try failed, the outcome is a
+// sandbox error (infrastructure, never the model's 0).
+func (f *SWEFleet) Evaluate(ctx context.Context, inst *swe.Instance, plan *swe.Plan, patch string) *swe.Outcome {
+	body, err := json.Marshal(SWERequest{Instance: inst.Fields(), Patch: patch, Rules: string(f.rules.Version)})
+	if err != nil {
+		return &swe.Outcome{Kind: swe.SandboxError, Why: err.Error(), ExitCode: -1}
+	}
+	ref := inst.ImageRef()
+	tried := map[int]bool{}
+	var errs []string
+	for attempt := 0; attempt < f.retries && attempt < len(f.eps); attempt++ {
+		i := f.pick(ref, tried)
+		if i < 0 {
+			break
+		}
+		tried[i] = true
+		start := time.Now()
+		resp, err := f.send(ctx, f.eps[i].url, body)
+		f.mu.Lock()
+		e := f.eps[i]
+		e.inFlight--
+		if err != nil {
+			e.errors++
+			e.downTill = time.Now().Add(5 * time.Second)
+			delete(f.byImage, ref)
+		} else {
+			e.rollouts++
+			e.latency += time.Since(start)
+			if resp.Image != nil && resp.Image.Pulled {
+				e.pulls++
+			}
+		}
+		f.mu.Unlock()
+		if err == nil {
+			return resp.ToOutcome()
+		}
+		errs = append(errs, fmt.Sprintf("%s: %v", e.shown, err))
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return &swe.Outcome{Kind: swe.SandboxError, ExitCode: -1,
+		Why: "no endpoint ran the rollout: " + strings.Join(errs, "; ")}
+}
+
+func (f *SWEFleet) send(ctx context.Context, url string, body []byte) (*SWEResponse, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range f.header {
+		req.Header[k] = v
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := f.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(b[:min(len(b), 300)])))
+	}
+	var r SWEResponse
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("an answer that is not /run_swe's: %v", err)
+	}
+	return &r, nil
+}
+
+// Stats are each endpoint's figures for repository tasks: rollouts,
+// errors, the images routed to it and those it pulled.
+func (f *SWEFleet) Stats() []EndpointStats {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]EndpointStats, len(f.eps))
+	for i, e := range f.eps {
+		out[i] = EndpointStats{URL: e.shown, Requests: e.rollouts + e.errors, Errors: e.errors,
+			SWERollouts: e.rollouts, SWEImages: int64(len(e.images)), SWEPulls: e.pulls}
+		if e.rollouts > 0 {
+			out[i].MeanLatencyMS = float64(e.latency.Milliseconds()) / float64(e.rollouts)
+		}
+	}
+	return out
+}
