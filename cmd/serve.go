@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -205,6 +206,23 @@ type sweServer struct {
 	r        *swerun.Runner
 	mu       sync.Mutex
 	reported map[string]bool // images whose pull a response has told of
+	// the store's figures for /health, read at most every 10 s
+	listed     time.Time
+	images     int
+	storeBytes int64
+}
+
+// StoreImages is what the node's image store holds (server.SWEStore).
+func (s *sweServer) StoreImages() (int, int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if time.Since(s.listed) > 10*time.Second {
+		if n, b, err := s.r.StoreUsage(); err == nil {
+			s.images, s.storeBytes = n, b
+		}
+		s.listed = time.Now()
+	}
+	return s.images, s.storeBytes
 }
 
 func (s *sweServer) Run(req *http.Request, inst *swe.Instance, plan *swe.Plan, patch string,

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -149,6 +150,26 @@ func TestSWEFleet(t *testing.T) {
 	if rollouts != 9 || routed != 3 || pulls != 3 {
 		t.Errorf("the fleet ran %d rollouts of %d images with %d pulls; want 9, 3 and 3 (once per image)\n%s",
 			rollouts, routed, pulls, stdout+stderr)
+	}
+	// each node's /health tells its store: the three images, one each
+	healthRe := regexp.MustCompile(`"swe":\{"images":(\d+),"store_mb":\d+\}`)
+	held := 0
+	for _, u := range urls {
+		resp, err := http.Get(strings.TrimSuffix(u, "/run_code") + "/health")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		m := healthRe.FindStringSubmatch(string(body))
+		if m == nil {
+			t.Errorf("%s/health does not tell its store: %s", u, body)
+			continue
+		}
+		held += int(atof(m[1]))
+	}
+	if held != 3 {
+		t.Errorf("the nodes' stores hold %d images; want the 3, once each", held)
 	}
 	if !strings.Contains(stdout+stderr, "repository tasks over 3 endpoints: 3 images routed, 3 pulls") {
 		t.Errorf("the summary does not tell the affinity:\n%s\n%s", stdout, stderr)

@@ -212,13 +212,19 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", s.retryAfter())
 	}
 	w.WriteHeader(code)
+	store := ""
+	if st, ok := s.opts.SWE.(SWEStore); ok {
+		n, bytes := st.StoreImages()
+		store = fmt.Sprintf(`,"swe":{"images":%d,"store_mb":%d}`, n, bytes>>20)
+	}
 	fmt.Fprintf(
 		w,
-		`{"status":%q,"slots":%d,"running":%d,"waiting":%d}`+"\n",
+		`{"status":%q,"slots":%d,"running":%d,"waiting":%d%s}`+"\n",
 		status,
 		s.opts.Slots,
 		len(s.slots),
 		s.waiting.Load(),
+		store,
 	)
 }
 

@@ -21,6 +21,12 @@ type SWERunner interface {
 		*sandboxclient.SWEImage)
 }
 
+// SWEStore is an SWERunner that tells what its image store holds: /health
+// reports it, so a readiness probe or an operator sees a warm store.
+type SWEStore interface {
+	StoreImages() (images int, bytes int64)
+}
+
 // handleRunSWE answers POST /run_swe: one rollout of a repository task,
 // its instance (SWE-bench's fields), its patch and the rules in, the
 // outcome with each test's grade, the log and the image out. A request

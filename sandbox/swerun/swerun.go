@@ -209,6 +209,19 @@ func (s *Runner) environment(ctx context.Context, ref string) (*image.Unpacked, 
 	return u, Used{Source: "registry", Digest: p.Digest.String(), Pull: p}, err
 }
 
+// StoreUsage is what the runner's image store holds: its images, and its
+// bytes (unpacked trees and blobs).
+func (s *Runner) StoreUsage() (images int, bytes int64, err error) {
+	if err := s.open(); err != nil {
+		return 0, 0, err
+	}
+	u, err := s.Store.List()
+	if err != nil {
+		return 0, 0, err
+	}
+	return len(u.Images), u.Total(), nil
+}
+
 // Close lets go of the images the runner holds: the store may evict them.
 func (s *Runner) Close() {
 	s.stopPrefetch()
