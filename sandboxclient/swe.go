@@ -124,6 +124,10 @@ type SWEFleet struct {
 
 	mu      sync.Mutex
 	byImage map[string]int // image reference → endpoint
+	next    int            // roundRobin's next endpoint
+	// roundRobin, for the benchmark's baseline only, sends each rollout to
+	// the next endpoint, as a plain load balancer would.
+	roundRobin bool
 }
 
 type sweEndpoint struct {
@@ -176,6 +180,18 @@ func (f *SWEFleet) pick(ref string, tried map[int]bool) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := time.Now()
+	if f.roundRobin {
+		for range f.eps {
+			i := f.next % len(f.eps)
+			f.next++
+			if !tried[i] {
+				f.eps[i].inFlight++
+				f.eps[i].images[ref] = true
+				return i
+			}
+		}
+		return -1
+	}
 	if i, ok := f.byImage[ref]; ok && !tried[i] && now.After(f.eps[i].downTill) {
 		f.eps[i].inFlight++
 		return i
