@@ -30,7 +30,9 @@ func (*Runner) FirstReady() time.Duration { return 0 }
 func (*Runner) IdleWaiting() time.Duration { return 0 }
 
 // StoreUsage is nothing here.
-func (*Runner) StoreUsage() (int, int64, error) { return 0, 0, errors.New("repository tasks need Linux") }
+func (*Runner) StoreUsage() (int, int64, error) {
+	return 0, 0, errors.New("repository tasks need Linux")
+}
 
 // Close does nothing here.
 func (*Runner) Close() {}
