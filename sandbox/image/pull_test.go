@@ -10,14 +10,19 @@ import (
 	"io"
 	"log"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -418,5 +423,121 @@ func TestPullPlatformAndAuth(t *testing.T) {
 	if strings.Contains(string(b), "s3cret") || strings.Contains(string(b),
 		base64.StdEncoding.EncodeToString([]byte("trainer:s3cret"))) {
 		t.Errorf("the store records the credentials: %s", b)
+	}
+}
+
+// TestPullFromDistribution: the same pull against the real distribution
+// server (Debian's docker-registry), behind a proxy that cuts the first
+// download of the big layer: the pull resumes with a Range request that
+// the real server answers, and the blob is whole.
+func TestPullFromDistribution(t *testing.T) {
+	needRoot(t)
+	bin, err := exec.LookPath("docker-registry")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("docker-registry (Debian's distribution server) is not installed; .ci/run installs it")
+		}
+		t.Skip("SKIPPED LOUDLY: no docker-registry (apt-get install docker-registry)")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "config.yml")
+	if err := os.WriteFile(conf, []byte("version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: "+
+		filepath.Join(dir, "data")+"\nhttp:\n  addr: "+addr+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "serve", conf)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/v2/")
+		if err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("docker-registry does not answer: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	big := noiseLayer(t, "data/big.bin", 3<<20, 5)
+	img, err := mutate.AppendLayers(testImage(t), big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag, _ := name.NewTag(addr + "/swe/real:1")
+	if err := remote.Write(tag, img); err != nil {
+		t.Fatal(err)
+	}
+	// the proxy cuts the first download of the big layer after 1 MiB
+	d, _ := big.Digest()
+	target, _ := url.Parse("http://" + addr)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	var mu sync.Mutex
+	var ranges []string
+	cut := true
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, "/blobs/"+d.String()) || r.Method != http.MethodGet {
+			proxy.ServeHTTP(w, r)
+			return
+		}
+		mu.Lock()
+		ranges = append(ranges, r.Header.Get("Range"))
+		first := cut
+		cut = false
+		mu.Unlock()
+		if !first {
+			proxy.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		proxy.ServeHTTP(rec, r)
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		w.Write(rec.Body.Bytes()[:1<<20])
+		w.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler)
+	}))
+	defer front.Close()
+	s, err := OpenStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := strings.TrimPrefix(front.URL, "http://") + "/swe/real:1"
+	p, err := s.Pull(context.Background(), ref, PullOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	size, _ := big.Size()
+	mu.Lock()
+	got := append([]string{}, ranges...)
+	mu.Unlock()
+	if len(got) != 2 || got[1] != fmt.Sprintf("bytes=1048576-%d", size-1) {
+		t.Errorf("the big layer's requests had ranges %q; want the whole, then from 1 MiB", got)
+	}
+	if want, _ := img.Digest(); p.Digest != want {
+		t.Errorf("pulled %s, pushed %s", p.Digest, want)
+	}
+	verifyBlob(t, s, d)
+	pi, err := p.Image()
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := s.Unpack(pi, []string{p.Ref}, "registry", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(filepath.Join(u.Root, "data/big.bin")); err != nil || st.Size() != 3<<20 {
+		t.Errorf("the big file unpacked: %v %v", st, err)
 	}
 }
