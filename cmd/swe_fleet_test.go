@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -31,6 +32,12 @@ import (
 // startServe starts a serve process on loopback with a store of its own
 // (a node of a fleet) and returns its /run_code URL.
 func startServe(t *testing.T, bin string, args ...string) string {
+	u, _ := startServeLogged(t, bin, args...)
+	return u
+}
+
+// startServeLogged is startServe, and what serve has logged so far.
+func startServeLogged(t *testing.T, bin string, args ...string) (string, func() string) {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0", "--slots", "2"}, args...)...)
 	stderr, err := cmd.StderrPipe()
@@ -44,12 +51,20 @@ func startServe(t *testing.T, bin string, args ...string) string {
 	lines := bufio.NewScanner(stderr)
 	for lines.Scan() {
 		if m := regexp.MustCompile(`listening on (http://[^ ]+/run_code):`).FindStringSubmatch(lines.Text()); m != nil {
-			go func() { _, _ = io.Copy(io.Discard, stderr) }()
-			return m[1]
+			var mu sync.Mutex
+			var logged strings.Builder
+			go func() {
+				for lines.Scan() {
+					mu.Lock()
+					logged.WriteString(lines.Text() + "\n")
+					mu.Unlock()
+				}
+			}()
+			return m[1], func() string { mu.Lock(); defer mu.Unlock(); return logged.String() }
 		}
 	}
 	t.Fatal("serve never said where it listens")
-	return ""
+	return "", nil
 }
 
 // TestSWEFleet: run --sandbox-url over three serve processes on loopback,

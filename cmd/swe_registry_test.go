@@ -25,6 +25,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/verl-score/verl-score/results"
+	"github.com/verl-score/verl-score/sandboxclient"
 	"github.com/verl-score/verl-score/sandbox/image"
 	"github.com/verl-score/verl-score/sandbox/image/imagetest"
 )
@@ -188,10 +189,10 @@ func TestSWEPullsFromARegistry(t *testing.T) {
 	}
 }
 
-// TestTwoRunsShareOneStore: two run processes at once on one fresh store,
-// their rows naming one image in a registry on loopback: each layer is
-// fetched once, the image unpacked once (the other process waits for it
-// and says so), and both score every row.
+// TestTwoRunsShareOneStore: two run processes and a serve at once on one
+// fresh store, their rollouts naming one image in a registry on loopback:
+// each layer is fetched once, the image unpacked once (the others wait for
+// it and say so), and each scores every rollout.
 func TestTwoRunsShareOneStore(t *testing.T) {
 	_, images := sweDataset(t, nil, nil)
 	cat, err := image.OpenCatalog(images)
@@ -232,6 +233,25 @@ func TestTwoRunsShareOneStore(t *testing.T) {
 	in := writeFile(t, dir, "rows.jsonl", string(row)+"\n"+string(row)+"\n")
 	store := filepath.Join(dir, "store")
 	bin := buildBinary(t)
+	// a serve process on the same store, sent the same rollout meanwhile
+	serveURL, serveLog := startServeLogged(t, bin, "--image-store", store)
+	served := make(chan string, 1)
+	go func() {
+		body, _ := json.Marshal(sandboxclient.SWERequest{Instance: inst, Patch: imagetest.CalcGoldPatch})
+		resp, err := http.Post(strings.TrimSuffix(serveURL, "/run_code")+sandboxclient.SWEPath, "application/json",
+			bytes.NewReader(body))
+		if err != nil {
+			served <- err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		var r sandboxclient.SWEResponse
+		if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+			served <- err.Error()
+			return
+		}
+		served <- r.Outcome
+	}()
 	var runs [2]*exec.Cmd
 	var errs [2]bytes.Buffer
 	for i := range runs {
@@ -252,14 +272,18 @@ func TestTwoRunsShareOneStore(t *testing.T) {
 			}
 		}
 	}
+	if o := <-served; o != "resolved" {
+		t.Errorf("serve on the same store: %s", o)
+	}
 	unpacked := 0
-	for i := range runs {
-		if strings.Contains(errs[i].String(), "image "+ref+" unpacked: ") {
+	for _, said := range []string{errs[0].String(), errs[1].String(), serveLog()} {
+		if strings.Contains(said, "image "+ref+" unpacked: ") {
 			unpacked++
 		}
 	}
 	if unpacked != 1 {
-		t.Errorf("%d processes unpacked the image; want 1\n%s\n%s", unpacked, errs[0].String(), errs[1].String())
+		t.Errorf("%d processes unpacked the image; want 1\n%s\n%s\n%s", unpacked, errs[0].String(), errs[1].String(),
+			serveLog())
 	}
 	ls, _ := calc.Layers()
 	for _, l := range ls {
