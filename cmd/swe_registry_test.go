@@ -25,9 +25,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/verl-score/verl-score/results"
-	"github.com/verl-score/verl-score/sandboxclient"
 	"github.com/verl-score/verl-score/sandbox/image"
 	"github.com/verl-score/verl-score/sandbox/image/imagetest"
+	"github.com/verl-score/verl-score/sandboxclient"
 )
 
 // TestSWEPullsFromARegistry: rows name their images by registry reference,
