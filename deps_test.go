@@ -22,7 +22,7 @@ func TestPackageDependencies(t *testing.T) {
 		"score":         {"rollout", "job", "check", "progress", "feed"},
 		"job":           {"progress", "cmd"},
 		"verdict":       {"sandboxclient", "score", "judge"},
-		"sandboxclient": {"verdict", "judge", "score"},
+		"sandboxclient": {"verdict", "judge", "score", "swe"},
 		"feed":          {"job", "check", "progress"},
 		"toolcall":      {"score", "job", "rollout", "check", "feed"},
 		"results":       {"job", "check", "report", "progress", "feed", "cmd", "sandbox"},
@@ -30,6 +30,7 @@ func TestPackageDependencies(t *testing.T) {
 		"swe":            {"sandbox", "score", "job", "feed", "rollout", "cmd", "sandboxclient"},
 		"sandbox/image":  {"sandbox", "sandbox/jail", "score", "job", "feed", "rollout", "cmd"},
 		"sandbox/swerun": {"sandbox", "score", "job", "feed", "rollout", "cmd"},
+		"swe/remote":     {"sandbox", "score", "job", "feed", "rollout", "cmd", "server"},
 	}
 	for pkg, not := range forbidden {
 		out, err := exec.Command("go", "list", "-deps", "./"+pkg).Output()

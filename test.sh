@@ -3,7 +3,7 @@
 # on the packages that run things concurrently.
 set -euo pipefail
 cd "$(dirname "$0")"
-race='score|sandboxclient|sandbox|server|job|cmd|check|progress|resultcache|worker|feed'
+race='score|sandboxclient|sandbox|server|job|cmd|check|progress|resultcache|worker|feed|remote'
 go vet ./...
 go test -count=1 -race $(go list ./... | grep -E "/($race)\$")
 go test -count=1 $(go list ./... | grep -v -E "/($race)\$")

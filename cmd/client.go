@@ -19,6 +19,7 @@ import (
 	"github.com/verl-score/verl-score/sandbox/toolchain"
 	"github.com/verl-score/verl-score/sandboxclient"
 	"github.com/verl-score/verl-score/score"
+	"github.com/verl-score/verl-score/swe/remote"
 	"github.com/verl-score/verl-score/testcases"
 )
 
@@ -202,12 +203,12 @@ func setupScoring(loader *config.Loader, errOut io.Writer) (*scoring, error) {
 			}
 		}
 		sweFleet, err = sandboxclient.NewSWEFleet(sandboxclient.SWEFleetOptions{URLs: cfg.SandboxURL, Header: header,
-			Rules: cfg.Engine.SWERules, Timeout: cfg.SWE.Timeout + sweFleetPullTime})
+			Timeout: cfg.SWE.Timeout + sweFleetPullTime})
 		if err != nil {
 			closeClient()
 			return nil, err
 		}
-		eo.SWE = sweFleet
+		eo.SWE = &remote.Fleet{F: sweFleet, Rules: cfg.Engine.SWERules}
 	}
 	if l, ok := client.(*sandbox.Local); ok {
 		// repository tasks run in the embedded sandbox alone

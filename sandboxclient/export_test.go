@@ -13,7 +13,3 @@ func SetMaxBody(c *HTTPClient, n int64) { c.maxBody = n }
 
 // NeverAnsweredLimit is neverAnsweredLimit, for the tests.
 const NeverAnsweredLimit = neverAnsweredLimit
-
-// SetRoundRobin makes f send each rollout to the next endpoint (the
-// affinity benchmark's baseline).
-func SetRoundRobin(f *SWEFleet) { f.roundRobin = true }

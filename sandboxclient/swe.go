@@ -11,8 +11,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/verl-score/verl-score/swe"
 )
 
 // SWERequest is the body of verl-score serve's POST /run_swe: one rollout
@@ -30,17 +28,17 @@ type SWERequest struct {
 
 // SWEResponse is /run_swe's answer: the rollout's outcome.
 type SWEResponse struct {
-	Outcome      string     `json:"outcome"` // swe.Resolved, swe.TestsFailed, …
-	Why          string     `json:"why,omitempty"`
-	PatchApplied bool       `json:"patch_applied"`
-	AppliedBy    string     `json:"applied_by,omitempty"`
-	ApplyOutput  string     `json:"apply_output,omitempty"`
-	Log          string     `json:"log,omitempty"`
-	ExitCode     int        `json:"test_exit_code"`
-	Resolution   string     `json:"resolution,omitempty"`
-	FailToPass   []SWETest  `json:"FAIL_TO_PASS,omitempty"`
-	PassToPass   []SWETest  `json:"PASS_TO_PASS,omitempty"`
-	Flags        []swe.Flag `json:"flags,omitempty"`
+	Outcome      string    `json:"outcome"` // swe.Resolved, swe.TestsFailed, …
+	Why          string    `json:"why,omitempty"`
+	PatchApplied bool      `json:"patch_applied"`
+	AppliedBy    string    `json:"applied_by,omitempty"`
+	ApplyOutput  string    `json:"apply_output,omitempty"`
+	Log          string    `json:"log,omitempty"`
+	ExitCode     int       `json:"test_exit_code"`
+	Resolution   string    `json:"resolution,omitempty"`
+	FailToPass   []SWETest `json:"FAIL_TO_PASS,omitempty"`
+	PassToPass   []SWETest `json:"PASS_TO_PASS,omitempty"`
+	Flags        []SWEFlag `json:"flags,omitempty"`
 	// Image is the environment the rollout ran in, and whether this
 	// request pulled it (the node lacked it).
 	Image *SWEImage `json:"image,omitempty"`
@@ -54,6 +52,12 @@ type SWETest struct {
 	Failed bool   `json:"failed"`
 }
 
+// SWEFlag is what the audit found in a patch (swe.Flag's fields).
+type SWEFlag struct {
+	Kind string `json:"kind"`
+	Path string `json:"path,omitempty"`
+}
+
 // SWEImage says which image a rollout ran in on the node.
 type SWEImage struct {
 	Ref    string `json:"ref"`
@@ -61,42 +65,6 @@ type SWEImage struct {
 	ID     string `json:"id,omitempty"`
 	Source string `json:"source,omitempty"`
 	Pulled bool   `json:"pulled,omitempty"`
-}
-
-// SWEResponseOf is an outcome as /run_swe answers it.
-func SWEResponseOf(o *swe.Outcome) *SWEResponse {
-	r := &SWEResponse{Outcome: o.Kind, Why: o.Why, PatchApplied: o.PatchApplied, AppliedBy: o.AppliedBy,
-		ApplyOutput: o.ApplyOutput, Log: o.Log, ExitCode: o.ExitCode, Flags: o.Flags}
-	if rep := o.Report; rep != nil {
-		r.Resolution = rep.Resolution
-		conv := func(ts []swe.TestResult) []SWETest {
-			out := make([]SWETest, len(ts))
-			for i, t := range ts {
-				out[i] = SWETest{Name: t.Name, Status: t.Status, Passed: t.Passed, Failed: t.Failed}
-			}
-			return out
-		}
-		r.FailToPass, r.PassToPass = conv(rep.FailToPass), conv(rep.PassToPass)
-	}
-	return r
-}
-
-// Outcome is the answer as the engine records it.
-func (r *SWEResponse) ToOutcome() *swe.Outcome {
-	o := &swe.Outcome{Kind: r.Outcome, Why: r.Why, PatchApplied: r.PatchApplied, AppliedBy: r.AppliedBy,
-		ApplyOutput: r.ApplyOutput, Log: r.Log, ExitCode: r.ExitCode, Flags: r.Flags}
-	if r.Resolution != "" {
-		conv := func(ts []SWETest) []swe.TestResult {
-			out := make([]swe.TestResult, len(ts))
-			for i, t := range ts {
-				out[i] = swe.TestResult{Name: t.Name, Status: t.Status, Passed: t.Passed, Failed: t.Failed}
-			}
-			return out
-		}
-		o.Report = &swe.Report{FailToPass: conv(r.FailToPass), PassToPass: conv(r.PassToPass),
-			Resolution: r.Resolution}
-	}
-	return o
 }
 
 // SWEPath is /run_swe's path beside /run_code.
@@ -114,19 +82,16 @@ func sweURL(runCode string) string {
 // image before, which holds it unpacked (affinity); an image new to the
 // run goes to the endpoint with the fewest rollouts in flight, which pulls
 // it itself. A failing endpoint is left for a while and its images go
-// elsewhere. It is a score.SWERunner.
+// elsewhere. swe/remote makes it the engine's SWE runner.
 type SWEFleet struct {
 	eps     []*sweEndpoint
 	client  *http.Client
 	header  http.Header
-	rules   swe.Rules
 	retries int
 
-	mu      sync.Mutex
-	byImage map[string]int // image reference → endpoint
-	next    int            // roundRobin's next endpoint
-	// roundRobin, for the benchmark's baseline only, sends each rollout to
-	// the next endpoint, as a plain load balancer would.
+	mu         sync.Mutex
+	byImage    map[string]int // image reference → endpoint
+	next       int            // roundRobin's next endpoint
 	roundRobin bool
 }
 
@@ -147,13 +112,15 @@ type SWEFleetOptions struct {
 	// a #weight=N fragment is ignored here.
 	URLs   []string
 	Header http.Header
-	Rules  swe.Rules
 	// Timeout bounds one rollout's request: the rollout's own timeout and
 	// the image's pull and unpack on a node that lacks it.
 	Timeout time.Duration
-	// Attempts is how many endpoints a rollout tries before it is a
-	// sandbox error (default 3).
+	// Attempts is how many endpoints a rollout tries before it fails
+	// (default 3).
 	Attempts int
+	// RoundRobin sends each rollout to the next endpoint, as a plain load
+	// balancer would: only to measure the affinity against.
+	RoundRobin bool
 }
 
 // NewSWEFleet is the client of a fleet of serve endpoints for repository
@@ -165,8 +132,8 @@ func NewSWEFleet(o SWEFleetOptions) (*SWEFleet, error) {
 	if o.Attempts <= 0 {
 		o.Attempts = 3
 	}
-	f := &SWEFleet{client: &http.Client{Timeout: o.Timeout}, header: o.Header, rules: o.Rules,
-		retries: o.Attempts, byImage: map[string]int{}}
+	f := &SWEFleet{client: &http.Client{Timeout: o.Timeout}, header: o.Header, retries: o.Attempts,
+		byImage: map[string]int{}, roundRobin: o.RoundRobin}
 	for _, u := range o.URLs {
 		u, _, _ = strings.Cut(u, "#")
 		f.eps = append(f.eps, &sweEndpoint{url: sweURL(u), shown: RedactURL(u), images: map[string]bool{}})
@@ -221,15 +188,14 @@ func (f *SWEFleet) pick(ref string, tried map[int]bool) int {
 	return best
 }
 
-// Evaluate sends one rollout to the fleet. A transport error or a 5xx
-// sends it to another endpoint; when every try failed, the outcome is a
-// sandbox error (infrastructure, never the model's 0).
-func (f *SWEFleet) Evaluate(ctx context.Context, inst *swe.Instance, plan *swe.Plan, patch string) *swe.Outcome {
-	body, err := json.Marshal(SWERequest{Instance: inst.Fields(), Patch: patch, Rules: string(f.rules.Version)})
+// Send sends one rollout (of the image ref) to the fleet. A transport
+// error or a non-200 answer sends it to another endpoint; the error says
+// what each endpoint tried answered.
+func (f *SWEFleet) Send(ctx context.Context, ref string, r *SWERequest) (*SWEResponse, error) {
+	body, err := json.Marshal(r)
 	if err != nil {
-		return &swe.Outcome{Kind: swe.SandboxError, Why: err.Error(), ExitCode: -1}
+		return nil, err
 	}
-	ref := inst.ImageRef()
 	tried := map[int]bool{}
 	var errs []string
 	for attempt := 0; attempt < f.retries && attempt < len(f.eps); attempt++ {
@@ -256,15 +222,14 @@ func (f *SWEFleet) Evaluate(ctx context.Context, inst *swe.Instance, plan *swe.P
 		}
 		f.mu.Unlock()
 		if err == nil {
-			return resp.ToOutcome()
+			return resp, nil
 		}
 		errs = append(errs, fmt.Sprintf("%s: %v", e.shown, err))
 		if ctx.Err() != nil {
 			break
 		}
 	}
-	return &swe.Outcome{Kind: swe.SandboxError, ExitCode: -1,
-		Why: "no endpoint ran the rollout: " + strings.Join(errs, "; ")}
+	return nil, errors.New("no endpoint ran the rollout: " + strings.Join(errs, "; "))
 }
 
 func (f *SWEFleet) send(ctx context.Context, url string, body []byte) (*SWEResponse, error) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/verl-score/verl-score/sandboxclient"
 	"github.com/verl-score/verl-score/swe"
+	"github.com/verl-score/verl-score/swe/remote"
 )
 
 // SWERunner runs /run_swe's rollouts: the embedded sandbox's repository
@@ -93,7 +94,7 @@ func (s *Server) runSWE(w http.ResponseWriter, r *http.Request) (int, string) {
 		return bad(err)
 	}
 	o, img := s.opts.SWE.Run(r, inst, plan, req.Patch, rules)
-	resp := sandboxclient.SWEResponseOf(o)
+	resp := remote.Response(o)
 	resp.Image = img
 	writeJSON(w, http.StatusOK, resp)
 	return http.StatusOK, o.Kind

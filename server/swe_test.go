@@ -10,6 +10,7 @@ import (
 
 	"github.com/verl-score/verl-score/sandboxclient"
 	"github.com/verl-score/verl-score/swe"
+	"github.com/verl-score/verl-score/swe/remote"
 )
 
 // recordingSWE answers every rollout as tests_failed and keeps what it was
@@ -56,7 +57,7 @@ func TestRunSWE(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &resp); err != nil {
 		t.Fatal(err)
 	}
-	o := resp.ToOutcome()
+	o := remote.Outcome(&resp)
 	if o.Kind != swe.TestsFailed || o.Report == nil || len(o.Report.FailToPass) != 1 || !o.Report.FailToPass[0].Failed ||
 		resp.Image == nil || !resp.Image.Pulled {
 		t.Errorf("the answer: %s", body)

@@ -1,4 +1,4 @@
-package sandboxclient_test
+package remote_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/verl-score/verl-score/sandboxclient"
 	"github.com/verl-score/verl-score/swe"
+	"github.com/verl-score/verl-score/swe/remote"
 )
 
 // simSWENode stands in for a serve node's /run_swe: a rollout takes
@@ -55,7 +56,7 @@ func newSimSWENode(t testing.TB, service, pull time.Duration) *simSWENode {
 		}
 		<-ready
 		time.Sleep(n.service)
-		resp := sandboxclient.SWEResponseOf(&swe.Outcome{Kind: swe.Resolved, PatchApplied: true,
+		resp := remote.Response(&swe.Outcome{Kind: swe.Resolved, PatchApplied: true,
 			Report: &swe.Report{Resolution: swe.ResolvedFull}})
 		resp.Image = &sandboxclient.SWEImage{Ref: ref, Pulled: pulled}
 		_ = json.NewEncoder(w).Encode(resp)
@@ -71,7 +72,7 @@ func sweInstance(ref string) *swe.Instance {
 
 // runSWEFleet sends perImage rollouts of each of images images, row by
 // row, 12 at once, and returns the nodes' pulls in all.
-func runSWEFleet(t testing.TB, images, perImage int, roundRobin bool) (pulls int, f *sandboxclient.SWEFleet) {
+func runSWEFleet(t testing.TB, images, perImage int, roundRobin bool) (pulls int, f *remote.Fleet) {
 	var nodes []*simSWENode
 	var urls []string
 	for range 3 {
@@ -79,13 +80,12 @@ func runSWEFleet(t testing.TB, images, perImage int, roundRobin bool) (pulls int
 		nodes = append(nodes, n)
 		urls = append(urls, n.srv.URL+"/run_code")
 	}
-	f, err := sandboxclient.NewSWEFleet(sandboxclient.SWEFleetOptions{URLs: urls, Timeout: time.Minute})
+	sf, err := sandboxclient.NewSWEFleet(sandboxclient.SWEFleetOptions{URLs: urls, Timeout: time.Minute,
+		RoundRobin: roundRobin})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if roundRobin {
-		sandboxclient.SetRoundRobin(f)
-	}
+	f = &remote.Fleet{F: sf}
 	sem := make(chan struct{}, 12)
 	var wg sync.WaitGroup
 	for i := range images {
@@ -116,7 +116,7 @@ func TestSWEFleetAffinity(t *testing.T) {
 		t.Errorf("%d pulls for 12 images", pulls)
 	}
 	var routed, rollouts, reported int64
-	for _, s := range f.Stats() {
+	for _, s := range f.F.Stats() {
 		routed, rollouts, reported = routed+s.SWEImages, rollouts+s.SWERollouts, reported+s.SWEPulls
 	}
 	if routed != 12 || rollouts != 48 || reported != 12 {
@@ -126,11 +126,12 @@ func TestSWEFleetAffinity(t *testing.T) {
 	good := newSimSWENode(t, time.Millisecond, time.Millisecond)
 	bad := newSimSWENode(t, time.Millisecond, time.Millisecond)
 	bad.fail = true
-	f, err := sandboxclient.NewSWEFleet(sandboxclient.SWEFleetOptions{URLs: []string{bad.srv.URL + "/run_code",
+	sf, err := sandboxclient.NewSWEFleet(sandboxclient.SWEFleetOptions{URLs: []string{bad.srv.URL + "/run_code",
 		good.srv.URL + "/run_code"}, Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
+	f = &remote.Fleet{F: sf}
 	for range 4 {
 		if o := f.Evaluate(context.Background(), sweInstance("reg.example/x:1"), nil, "p"); o.Kind != swe.Resolved {
 			t.Errorf("with one node down: %s (%s)", o.Kind, o.Why)
