@@ -138,3 +138,24 @@ func readByClients(t *testing.T, py, example string) {
 		}
 	}
 }
+
+// TestSandboxFusionClient: SandboxFusion's own client (the sandbox-fusion
+// package, pinned in .ci/clients) against serve: run_code (stdin, a
+// failure, a compile error, a timeout, files) and run_jupyter through its
+// functions and types, its async client, and its error paths, a 503 from
+// a full server and its own timeout (testdata/clients/sandbox_fusion_client.py).
+func TestSandboxFusionClient(t *testing.T) {
+	py := clientsPython(t)
+	if out, err := exec.Command(py, "-c", "import sandbox_fusion").CombinedOutput(); err != nil {
+		msg := fmt.Sprintf("SKIPPED LOUDLY: no sandbox-fusion at %s: %s", py, out)
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	bin := buildBinary(t)
+	u := strings.TrimSuffix(startServe(t, bin, "--slots", "4"), "/run_code")
+	full := strings.TrimSuffix(startServe(t, bin, "--slots", "1", "--max-queue", "0"), "/run_code")
+	out := python(t, py, "../testdata/clients/sandbox_fusion_client.py", u, full)
+	t.Logf("SandboxFusion's client: %s", strings.TrimSpace(out))
+}
