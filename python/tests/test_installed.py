@@ -6,8 +6,10 @@ VERL_SCORE_REPO is the repository (for testdata/), VERL_SCORE_DIST the
 directory of the built wheels and archives.
 """
 
+import asyncio
 import concurrent.futures
 import hashlib
+import inspect
 import json
 import os
 import shutil
@@ -16,6 +18,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
 import unittest
 import zipfile
 
@@ -120,6 +123,40 @@ class InstalledWheel(unittest.TestCase):
         want_verdicts = [1 if v is True else 0 if v is False else v for v in row["case_results"][0]]
         self.assertEqual(d.verdicts, want_verdicts)
         self.assertEqual(d.statuses, row["case_status"][0])
+
+    def test_compute_score_async_many_at_once_on_one_worker(self):
+        # what verl's reward loop does with a coroutine function: await it,
+        # many at once on one event loop
+        self.assertTrue(inspect.iscoroutinefunction(verl_score.compute_score_async))
+        out = os.path.join(self.tmp, "example.async.jsonl")
+        proc = subprocess.run([self.command, "run", EXAMPLE, "-o", out, "--quiet"], capture_output=True, text=True)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        with open(out, encoding="utf-8") as f:
+            scored = [json.loads(line) for line in f]
+        calls, want = [], []
+        for row in scored:
+            for resp, reward in zip(row["responses"], row["reward"]):
+                calls.append((row["data_source"], resp, row["reward_model"]["ground_truth"], row.get("extra_info")))
+                want.append(reward)
+        calls, want = (calls * 7)[:256], (want * 7)[:256]
+        verl_score.compute_score(*calls[0])  # the worker started
+        worker = verl_score._worker.proc.pid
+        threads = threading.active_count()
+        peak = [threads]
+
+        async def all_at_once():
+            async def one(c):
+                r = await verl_score.compute_score_async(*c, reward_router_address=None, reward_model_tokenizer=None)
+                peak[0] = max(peak[0], threading.active_count())
+                return r
+            return await asyncio.gather(*(one(c) for c in calls))
+
+        got = asyncio.run(all_at_once())
+        self.assertEqual([g["score"] for g in got], want)
+        self.assertEqual(verl_score._worker.proc.pid, worker, "one worker served them")
+        self.assertLessEqual(peak[0], threads + 2, "a thread per call")
+        floats = asyncio.run(verl_score.compute_score_async(*calls[1], return_dict=False))
+        self.assertEqual(floats, want[1])
 
     def test_reward_error_is_a_zero_not_an_exception(self):
         r = verl_score.score_details("taco", "no code block here", json.dumps({"inputs": ["1\n"], "outputs": ["1\n"]}))

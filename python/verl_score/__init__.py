@@ -19,6 +19,7 @@ for the command line.
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import collections
 import concurrent.futures
@@ -41,6 +42,7 @@ __all__ = [
     "VerlScoreError",
     "close",
     "compute_score",
+    "compute_score_async",
     "compute_score_batch",
     "configure",
     "find_binary",
@@ -280,7 +282,9 @@ atexit.register(close)
 
 # Keyword arguments verl may pass that only its own scorer uses: the worker
 # has its settings from configure() and the environment.
-_VERL_KWARGS = {"sandbox_fusion_url", "concurrent_semaphore", "memory_limit_mb"}
+# verl's reward loop passes its reward model's router and tokenizer too.
+_VERL_KWARGS = {"sandbox_fusion_url", "concurrent_semaphore", "memory_limit_mb", "reward_router_address",
+                "reward_model_tokenizer"}
 
 
 def _request(data_source, solution_str, ground_truth, language) -> dict[str, Any]:
@@ -337,6 +341,20 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None, *, r
     run`` gives the same response.
     """
     s = score_details(data_source, solution_str, ground_truth, extra_info, language=language, **kwargs)
+    return s.as_dict() if return_dict else s.score
+
+
+async def compute_score_async(data_source, solution_str, ground_truth, extra_info=None, *, return_dict: bool = True,
+                              language: str | None = None, **kwargs):
+    """:func:`compute_score` as a coroutine, for verl's reward loop, which
+    awaits a reward function that is one (``inspect.iscoroutinefunction``)
+    and runs any other in a thread pool. The same arguments and result; many
+    calls are in flight at once on one worker, with no thread each: each
+    waits on the worker's answer, which the one reader thread hands over.
+    """
+    _check_kwargs(kwargs)
+    fut = _get_worker().submit(_request(data_source, solution_str, ground_truth, language))
+    s = _score_of(await asyncio.wrap_future(fut))
     return s.as_dict() if return_dict else s.score
 
 
