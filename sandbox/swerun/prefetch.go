@@ -33,6 +33,11 @@ type prefetcher struct {
 	unused map[string]int64 // readied ahead and not yet used: MB
 	ahead  int64            // their sum
 	stop   bool
+	// workers are the workers running, waited for by stopPrefetch; ctx
+	// ends their pulls
+	workers sync.WaitGroup
+	ctx     context.Context
+	cancel  context.CancelFunc
 }
 
 // Prefetch queues an instance's image to be readied in the background
@@ -62,10 +67,15 @@ func (s *Runner) Prefetch(inst *swe.Instance) {
 func (s *Runner) prefetch() *prefetcher {
 	s.prefetchOnce.Do(func() {
 		p := &prefetcher{seen: map[string]bool{}, unused: map[string]int64{}}
+		p.ctx, p.cancel = context.WithCancel(context.Background())
 		p.cond = sync.NewCond(&p.mu)
 		s.pf = p
 		for range s.Opts.PrefetchImages {
-			go s.prefetchWorker(p)
+			p.workers.Add(1)
+			go func() {
+				defer p.workers.Done()
+				s.prefetchWorker(p)
+			}()
 		}
 	})
 	return s.pf
@@ -86,7 +96,7 @@ func (s *Runner) prefetchWorker(p *prefetcher) {
 		p.queue = p.queue[1:]
 		p.mu.Unlock()
 		ref := inst.ImageRef()
-		u, err := s.Environment(context.Background(), inst)
+		u, err := s.Environment(p.ctx, inst)
 		if err != nil {
 			continue // its rollout tries again and records the error
 		}
@@ -165,6 +175,8 @@ func (s *Runner) stopPrefetch() {
 	p.stop = true
 	p.cond.Broadcast()
 	p.mu.Unlock()
+	p.cancel()       // a pull under way stops (and resumes next time)
+	p.workers.Wait() // one unpacking finishes it first
 }
 
 // gate is what a rollout passes before and after readying its image; see

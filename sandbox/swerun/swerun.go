@@ -149,6 +149,11 @@ func (s *Runner) Environment(ctx context.Context, inst *swe.Instance) (*image.Un
 			return nil, err
 		}
 		used.Ref, used.ID = ref, u.ID
+		// The store's bound is kept before the image is published to the
+		// other rollouts, so that a run's eviction is over (and said)
+		// before its rollouts end: one of another image would otherwise
+		// find this one ready and end the run first.
+		s.prune()
 		s.mu.Lock()
 		if s.envs == nil {
 			s.envs = map[string]*image.Unpacked{}
@@ -157,7 +162,6 @@ func (s *Runner) Environment(ctx context.Context, inst *swe.Instance) (*image.Un
 		s.used = append(s.used, used)
 		s.held = append(s.held, release)
 		s.mu.Unlock()
-		s.prune()
 		return u, nil
 	})
 	if err != nil {
@@ -224,7 +228,7 @@ func (s *Runner) StoreUsage() (images int, bytes int64, err error) {
 
 // Close lets go of the images the runner holds: the store may evict them.
 func (s *Runner) Close() {
-	s.stopPrefetch()
+	s.stopPrefetch() // and waits for the workers: none holds an image after this
 	s.mu.Lock()
 	held := s.held
 	s.held, s.envs = nil, nil
