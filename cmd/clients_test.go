@@ -1,3 +1,5 @@
+//go:build linux
+
 package cmd
 
 import (
@@ -5,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -158,4 +161,136 @@ func TestSandboxFusionClient(t *testing.T) {
 	full := strings.TrimSuffix(startServe(t, bin, "--slots", "1", "--max-queue", "0"), "/run_code")
 	out := python(t, py, "../testdata/clients/sandbox_fusion_client.py", u, full)
 	t.Logf("SandboxFusion's client: %s", strings.TrimSpace(out))
+}
+
+// TestVerlScorerAgainstServe: verl's own scorer (the verl package, pinned
+// in .ci/clients; its torch-importing __init__ files skipped, nothing of
+// its code replaced: testdata/clients/verl_scorer.py) pointed at serve,
+// over a sample of the real corpus (every fourth row of each file): every
+// reward equals run's, verl's default_compute_score for the sources it
+// routes to the sandbox (continuous) and its sandbox scorer over all
+// cases for the others (verl has no code scorer for them; run's --mode
+// auto scores them so, docs/semantics.md §7), and every case's metadata
+// equals run's --cases-out field by field. Differences on purpose, named
+// and counted: a case run skips after a compile error is
+// compile_error_skipped where verl ran it to compile_error (§6, §9);
+// stdout and stderr past --cases-out-max-text are cut; an assert_case
+// row's missing expected output is null in verl's metadata and the text
+// None in run's cases; a call-based case's traceback is in the words of
+// verl-score's own driver (§3), so only whether there is one is compared.
+func TestVerlScorerAgainstServe(t *testing.T) {
+	py := clientsPython(t)
+	if out, err := exec.Command(py, "-c", "import importlib.metadata as m; m.distribution('verl')").CombinedOutput(); err != nil {
+		msg := fmt.Sprintf("SKIPPED LOUDLY: no verl at %s: %s", py, out)
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	files, err := filepath.Glob("../../shared/data/real/*.jsonl")
+	if err != nil || len(files) == 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the real corpus: %v", err)
+		}
+		t.Skip("SKIPPED LOUDLY: the real corpus (../shared/data/real) is not here")
+	}
+	var b strings.Builder
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			if i%4 == 0 {
+				b.WriteString(l + "\n")
+			}
+		}
+	}
+	dir := t.TempDir()
+	rows := writeFile(t, dir, "sample.jsonl", b.String())
+	out, cases := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "cases.jsonl")
+	if code, stdout, stderr := run(context.Background(), "run", rows, "-o", out, "--cases-out", cases, "-q"); code != ExitOK {
+		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	scored := readJSONL(t, out)
+	runCases := map[[3]int]map[string]any{}
+	for _, c := range readJSONL(t, cases) {
+		if _, ok := c["case_index"]; !ok {
+			continue // the provenance line
+		}
+		runCases[[3]int{int(c["row"].(float64)), int(c["response_index"].(float64)), int(c["case_index"].(float64))}] = c
+	}
+
+	url := startServe(t, buildBinary(t), "--slots", "2")
+	verl := python(t, py, "../testdata/clients/verl_scorer.py", rows, url)
+	var responses, compared, skipped, routed int
+	named := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(verl), "\n") {
+		var v struct {
+			Row, Response int
+			DataSource    string           `json:"data_source"`
+			Score         float64          `json:"score"`
+			Default       *float64         `json:"default_compute_score"`
+			Meta          []map[string]any `json:"meta"`
+		}
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			t.Fatalf("%v: %s", err, line)
+		}
+		responses++
+		want := v.Score
+		if v.Default != nil {
+			want = *v.Default
+			routed++
+		}
+		got := scored[v.Row]["reward"].([]any)[v.Response].(float64)
+		if math.Abs(got-want) > 1e-9 {
+			t.Errorf("row %d response %d (%s): run %v, verl %v", v.Row, v.Response, v.DataSource, got, want)
+		}
+		for _, m := range v.Meta {
+			ci, ok := m["case_index"].(float64)
+			if !ok {
+				continue // verl's {"error": ...} for a response it could not run
+			}
+			rc := runCases[[3]int{v.Row, v.Response, int(ci)}]
+			if rc == nil {
+				t.Errorf("row %d response %d case %d: not in run's cases", v.Row, v.Response, int(ci))
+				continue
+			}
+			if rc["status"] == "compile_error_skipped" && m["status"] == "compile_error" {
+				skipped++
+				continue
+			}
+			compared++
+			gt, _ := scored[v.Row]["reward_model"].(map[string]any)["ground_truth"].(string)
+			callBased := strings.Contains(gt, `"fn_name"`)
+			for _, k := range []string{"input", "expected_output", "status", "exit_code", "api_status", "compile_status",
+				"run_status", "stdout", "stderr"} {
+				a, b := m[k], rc[k]
+				if s, ok := a.(string); ok && (k == "stdout" || k == "stderr") && (len(s) >= 4096 || m["status"] == "timeout") {
+					continue // cut by --cases-out-max-text; a timeout's output is its moment's
+				}
+				if k == "expected_output" && a == nil && b == "None" {
+					named["assert_case's missing output: verl null, run's cases the text None"]++
+					continue
+				}
+				if k == "stderr" && callBased && (a == "") == (b == "") {
+					if a != b {
+						// the driver is verl-score's own (docs/semantics.md §3): a
+						// traceback in other words than verl's driver's
+						named["a call-based case's stderr in the driver's own words"]++
+					}
+					continue
+				}
+				if fmt.Sprint(a) != fmt.Sprint(b) {
+					t.Errorf("row %d response %d case %d: %s verl %.200q, run %.200q", v.Row, v.Response, int(ci), k,
+						fmt.Sprint(a), fmt.Sprint(b))
+				}
+			}
+		}
+	}
+	t.Logf("verl's scorer against serve: %d responses (%d through default_compute_score), %d cases compared field by "+
+		"field, %d skipped after a compile error; differences on purpose: %v", responses, routed, compared, skipped, named)
+	if responses == 0 || compared == 0 {
+		t.Fatal("nothing compared")
+	}
 }
