@@ -9,6 +9,7 @@ directory of the built wheels and archives.
 import asyncio
 import concurrent.futures
 import hashlib
+import importlib.util
 import inspect
 import json
 import os
@@ -157,6 +158,31 @@ class InstalledWheel(unittest.TestCase):
         self.assertLessEqual(peak[0], threads + 2, "a thread per call")
         floats = asyncio.run(verl_score.compute_score_async(*calls[1], return_dict=False))
         self.assertEqual(floats, want[1])
+
+    def test_the_readmes_verl_lines(self):
+        # README's two lines: the path the shell computes, and each name it
+        # gives, loaded as verl loads a custom reward function (a module
+        # made from the file's path with importlib, then the name from it)
+        path = subprocess.run([sys.executable, "-c", "import verl_score; print(verl_score.__file__)"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        self.assertTrue(os.path.isfile(path), path)
+        spec = importlib.util.spec_from_file_location("custom_module", path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["custom_module"] = module
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            sys.modules.pop("custom_module", None)
+        row = example_rows()[0]
+        gt = row["reward_model"]["ground_truth"]
+        want = verl_score.compute_score(row["data_source"], row["responses"][0], gt)["score"]
+        self.assertEqual(module.compute_score(row["data_source"], row["responses"][0], gt)["score"], want)
+        self.assertTrue(inspect.iscoroutinefunction(module.compute_score_async))
+        self.assertEqual(asyncio.run(module.compute_score_async(row["data_source"], row["responses"][0], gt))["score"],
+                         want)
+        self.assertEqual(module.compute_score_batch([row["data_source"]], [row["responses"][0]], [gt],
+                                                    return_dict=False), [want])
+        module.close()
 
     def test_reward_error_is_a_zero_not_an_exception(self):
         r = verl_score.score_details("taco", "no code block here", json.dumps({"inputs": ["1\n"], "outputs": ["1\n"]}))
