@@ -3,15 +3,21 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log"
+	"math/rand/v2"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -141,4 +147,127 @@ func TestImagesCommand(t *testing.T) {
 	if code, _, stderr := run(context.Background(), "images", "prune", "--image-store", store); code != ExitUsage {
 		t.Errorf("prune with no bound: exit %d\n%s", code, stderr)
 	}
+}
+
+// TestImagesPullKilledResumes: `images pull` killed with SIGKILL midway
+// through a layer keeps what it fetched; the next pull asks the registry
+// for the rest alone (a Range request from there) and the image is whole.
+func TestImagesPullKilledResumes(t *testing.T) {
+	needRootForImages(t)
+	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	var mu sync.Mutex
+	var ranges []string
+	var served int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/blobs/") {
+			mu.Lock()
+			ranges = append(ranges, r.Header.Get("Range"))
+			mu.Unlock()
+			w = slowWriter{w, &mu, &served}
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	rng := rand.New(rand.NewPCG(7, 7))
+	noise := make([]byte, 6<<20)
+	for i := range noise {
+		noise[i] = byte(rng.Uint32())
+	}
+	img := imagetest.Image(t, []string{"PATH=/usr/bin"}, "/", imagetest.FilesLayer(t, map[string]string{
+		"data/big.bin": string(noise)}))
+	ref := host + "/swe/big:1"
+	tag, _ := name.NewTag(ref)
+	if err := remote.Write(tag, img); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	ranges, served = nil, 0
+	mu.Unlock()
+	store := t.TempDir()
+	bin := buildBinary(t)
+	cmd := exec.Command(bin, "images", "pull", ref, "--image-store", store)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		mu.Lock()
+		n := served
+		mu.Unlock()
+		if n >= 2<<20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatal("the pull never got 2 MiB")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	partials, _ := filepath.Glob(filepath.Join(store, "blobs", "sha256", "*.partial"))
+	if len(partials) != 1 {
+		t.Fatalf("after the kill: %v; want one partial layer", partials)
+	}
+	st, _ := os.Stat(partials[0])
+	code, out, stderr := run(context.Background(), "images", "pull", ref, "--image-store", store)
+	if code != ExitOK {
+		t.Fatalf("the second pull: exit %d\n%s\n%s", code, out, stderr)
+	}
+	mu.Lock()
+	last := ranges[len(ranges)-1]
+	mu.Unlock()
+	if !strings.HasPrefix(last, fmt.Sprintf("bytes=%d-", st.Size())) {
+		t.Errorf("the second pull asked for %q; want the rest from %d", last, st.Size())
+	}
+	s, err := image.OpenStore(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, ok := s.Pulled(ref)
+	if !ok {
+		t.Fatal("the image is not recorded after the second pull")
+	}
+	pi, err := p.Image()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := image.ID(pi)
+	u, ok := s.Get(id)
+	if !ok {
+		t.Fatal("the image is not unpacked")
+	}
+	got, err := os.ReadFile(filepath.Join(u.Root, "data/big.bin"))
+	if err != nil || !bytes.Equal(got, noise) {
+		t.Errorf("the unpacked file differs (%v)", err)
+	}
+}
+
+// slowWriter serves about 4 MiB/s, counting what it wrote.
+type slowWriter struct {
+	http.ResponseWriter
+	mu     *sync.Mutex
+	served *int64
+}
+
+func (w slowWriter) Write(p []byte) (int, error) {
+	n := 0
+	for len(p) > 0 {
+		k := min(len(p), 64<<10)
+		m, err := w.ResponseWriter.Write(p[:k])
+		n += m
+		w.mu.Lock()
+		*w.served += int64(m)
+		w.mu.Unlock()
+		if err != nil {
+			return n, err
+		}
+		if f, ok := w.ResponseWriter.(http.Flusher); ok {
+			f.Flush()
+		}
+		time.Sleep(15 * time.Millisecond)
+		p = p[k:]
+	}
+	return n, nil
 }
