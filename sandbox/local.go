@@ -888,11 +888,17 @@ func (l *Local) absoluteFiles(files map[string][]byte, fetch []string) (map[stri
 	return abs, nil
 }
 
+// maxStepSeconds bounds a request's compile_timeout and run_timeout: past
+// about 9.2e9 seconds a time.Duration overflows (a run_timeout of 1e10 was
+// an instant TimeLimitExceeded). The client's request timeout has the same
+// bound (sandboxclient.attemptTimeout).
+const maxStepSeconds = 1e6
+
 func secondsToDuration(s float64) time.Duration {
-	if s <= 0 {
+	if s <= 0 || s != s {
 		s = 10 // the server's default
 	}
-	return time.Duration(s * float64(time.Second))
+	return time.Duration(min(s, maxStepSeconds) * float64(time.Second))
 }
 
 // decodeFiles decodes the request's base64 files, refusing relative names

@@ -522,3 +522,20 @@ func TestReadmeListsEveryRunner(t *testing.T) {
 		t.Errorf("README lists %s languages %v; the runners are %d: %v", m[1], listed, len(runners), runners)
 	}
 }
+
+// A run_timeout too large for a duration (1e10 s, #54) is clamped to
+// maxStepSeconds: the program runs and finishes, not an instant
+// TimeLimitExceeded.
+func TestHugeTimeoutIsClamped(t *testing.T) {
+	l := sharedSandbox(t)
+	for _, timeout := range []float64{1e10, 1e300} {
+		resp, err := l.Run(context.Background(), &sandboxclient.Request{Language: "python", Code: "print(6 * 7)",
+			RunTimeout: timeout, CompileTimeout: timeout})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Status != sandboxclient.StatusSuccess || resp.RunResult == nil || resp.RunResult.Stdout != "42\n" {
+			t.Errorf("run_timeout %g: %+v %+v", timeout, resp, resp.RunResult)
+		}
+	}
+}
