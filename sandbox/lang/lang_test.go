@@ -125,8 +125,10 @@ func TestCIInstallsWhatTheRegistryNames(t *testing.T) {
 		// the repository tasks' tests: their image is built with
 		// debootstrap, and SWE-bench applies patches with git and patch
 		"debootstrap": true,
-		"patch":       true,
-		"git":         true,
+		// the pull tests' real distribution server
+		"docker-registry": true,
+		"patch":           true,
+		"git":             true,
 	}
 	named := map[string]bool{}
 	for _, l := range All() {
