@@ -7,5 +7,7 @@ race='score|sandboxclient|sandbox|server|job|cmd|check|progress|resultcache|work
 go vet ./...
 go test -count=1 -race $(go list ./... | grep -E "/($race)\$")
 go test -count=1 $(go list ./... | grep -v -E "/($race)\$")
-# The judging tests on the real corpus, skipped under -race above.
+# The judging tests on the real corpus and the real clients' tests, skipped
+# under -race above.
 go test -count=1 -run 'OnRealCorpus' ./job
+go test -count=1 -run 'ReadByClients|SandboxFusionClient|VerlScorerAgainstServe' ./cmd

@@ -21,6 +21,10 @@ import (
 // test skips loudly, and fails under CI=true.
 func clientsPython(t *testing.T) string {
 	t.Helper()
+	if raceDetector {
+		// no concurrency of their own to check; test.sh runs them without
+		t.Skip("the real clients' tests: run without -race (test.sh does)")
+	}
 	py := os.Getenv("VERL_SCORE_CLIENTS_PYTHON")
 	if py == "" {
 		py, _ = filepath.Abs("../.ci/clients/bin/python")

@@ -1,0 +1,5 @@
+//go:build !race
+
+package cmd
+
+const raceDetector = false
