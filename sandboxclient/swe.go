@@ -78,11 +78,11 @@ func sweURL(runCode string) string {
 }
 
 // SWEFleet sends repository tasks' rollouts to verl-score serve endpoints
-// (their /run_swe). An image's rollouts go to the endpoint that ran that
-// image before, which holds it unpacked (affinity); an image new to the
-// run goes to the endpoint with the fewest rollouts in flight, which pulls
-// it itself. A failing endpoint is left for a while and its images go
-// elsewhere. swe/remote makes it the engine's SWE runner.
+// (their /run_swe). An image's rollouts go to an endpoint that ran that
+// image before, which holds it unpacked (affinity), unless it is much
+// busier than the least loaded (SWESpill); an image new to the run goes to
+// the endpoint with the fewest rollouts in flight, which pulls it itself.
+// A failing endpoint is left for a while and its images go elsewhere. swe/remote makes it the engine's SWE runner.
 type SWEFleet struct {
 	eps     []*sweEndpoint
 	client  *http.Client
@@ -90,8 +90,8 @@ type SWEFleet struct {
 	retries int
 
 	mu         sync.Mutex
-	byImage    map[string]int // image reference → endpoint
-	next       int            // roundRobin's next endpoint
+	byImage    map[string]map[int]bool // image reference → the endpoints that ran it
+	next       int                     // roundRobin's next endpoint
 	roundRobin bool
 }
 
@@ -133,7 +133,7 @@ func NewSWEFleet(o SWEFleetOptions) (*SWEFleet, error) {
 		o.Attempts = 3
 	}
 	f := &SWEFleet{client: &http.Client{Timeout: o.Timeout}, header: o.Header, retries: o.Attempts,
-		byImage: map[string]int{}, roundRobin: o.RoundRobin}
+		byImage: map[string]map[int]bool{}, roundRobin: o.RoundRobin}
 	for _, u := range o.URLs {
 		u, _, _ = strings.Cut(u, "#")
 		f.eps = append(f.eps, &sweEndpoint{url: sweURL(u), shown: RedactURL(u), images: map[string]bool{}})
@@ -141,8 +141,16 @@ func NewSWEFleet(o SWEFleetOptions) (*SWEFleet, error) {
 	return f, nil
 }
 
-// pick chooses the endpoint for an image: the one it went to, unless that
-// one is down or tried already; else the least loaded.
+// SWESpill is how many more rollouts in flight than the least loaded
+// endpoint an endpoint holding an image may have before the image's next
+// rollout goes to the least loaded one instead (which pulls it, and holds
+// it from then on): one image with many rollouts spreads over the fleet,
+// while many images stay one endpoint each.
+const SWESpill = 8
+
+// pick chooses the endpoint for an image: the least loaded of those that
+// ran it before (up, not tried), unless it is SWESpill rollouts busier than
+// the least loaded endpoint of all; else that one.
 func (f *SWEFleet) pick(ref string, tried map[int]bool) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -159,30 +167,38 @@ func (f *SWEFleet) pick(ref string, tried map[int]bool) int {
 		}
 		return -1
 	}
-	if i, ok := f.byImage[ref]; ok && !tried[i] && now.After(f.eps[i].downTill) {
-		f.eps[i].inFlight++
-		return i
+	// the least loaded, preferring endpoints that are up
+	better := func(i, best int) bool {
+		if best < 0 {
+			return true
+		}
+		e, b := f.eps[i], f.eps[best]
+		up, bUp := now.After(e.downTill), now.After(b.downTill)
+		return up && !bUp || up == bUp && e.inFlight < b.inFlight
 	}
-	best := -1
-	for i, e := range f.eps {
+	least, holder := -1, -1
+	for i := range f.eps {
 		if tried[i] {
 			continue
 		}
-		up := now.After(e.downTill)
-		if best < 0 {
-			best = i
-			continue
+		if better(i, least) {
+			least = i
 		}
-		b := f.eps[best]
-		bUp := now.After(b.downTill)
-		if up && !bUp || up == bUp && e.inFlight < b.inFlight {
-			best = i
+		if f.byImage[ref][i] && now.After(f.eps[i].downTill) && better(i, holder) {
+			holder = i
 		}
 	}
-	if best < 0 {
+	if least < 0 {
 		return -1
 	}
-	f.byImage[ref] = best
+	best := least
+	if holder >= 0 && f.eps[holder].inFlight < f.eps[least].inFlight+SWESpill {
+		best = holder
+	}
+	if f.byImage[ref] == nil {
+		f.byImage[ref] = map[int]bool{}
+	}
+	f.byImage[ref][best] = true
 	f.eps[best].inFlight++
 	f.eps[best].images[ref] = true
 	return best
@@ -212,7 +228,7 @@ func (f *SWEFleet) Send(ctx context.Context, ref string, r *SWERequest) (*SWERes
 		if err != nil {
 			e.errors++
 			e.downTill = time.Now().Add(5 * time.Second)
-			delete(f.byImage, ref)
+			delete(f.byImage[ref], i)
 		} else {
 			e.rollouts++
 			e.latency += time.Since(start)

@@ -146,6 +146,49 @@ func TestSWEFleetAffinity(t *testing.T) {
 	}
 }
 
+// One image with many rollouts at once spreads over the fleet: past
+// SWESpill more in flight than the least loaded node, its rollouts go
+// there too (which pulls it), and the pulls stay at most one per node.
+func TestSWEFleetSpills(t *testing.T) {
+	var nodes []*simSWENode
+	var urls []string
+	for range 3 {
+		n := newSimSWENode(t, 40*time.Millisecond, 20*time.Millisecond)
+		nodes = append(nodes, n)
+		urls = append(urls, n.srv.URL+"/run_code")
+	}
+	sf, err := sandboxclient.NewSWEFleet(sandboxclient.SWEFleetOptions{URLs: urls, Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &remote.Fleet{F: sf}
+	sem := make(chan struct{}, 30)
+	var wg sync.WaitGroup
+	for range 120 {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if o := f.Evaluate(context.Background(), sweInstance("reg.example/one:1"), nil, "p"); o.Kind != swe.Resolved {
+				t.Errorf("outcome %s (%s)", o.Kind, o.Why)
+			}
+		})
+	}
+	wg.Wait()
+	busy, pulls := 0, 0
+	for _, s := range sf.Stats() {
+		if s.SWERollouts > 0 {
+			busy++
+		}
+	}
+	for _, n := range nodes {
+		pulls += n.pulls
+	}
+	if busy < 2 || pulls > 3 {
+		t.Errorf("one image, 120 rollouts, 30 at once: %d nodes ran them, %d pulls; want the load spread, a pull per node at most",
+			busy, pulls)
+	}
+}
+
 // BenchmarkSWEFleetAffinity: 30 images, 4 rollouts each, over 3 simulated
 // nodes: the pulls with affinity against a round-robin balancer's (the
 // issue's target: pulls ≈ images, not images × endpoints).
