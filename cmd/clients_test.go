@@ -161,8 +161,8 @@ func TestSandboxFusionClient(t *testing.T) {
 		t.Skip(msg)
 	}
 	bin := buildBinary(t)
-	u := strings.TrimSuffix(startServe(t, bin, "--slots", "4"), "/run_code")
-	full := strings.TrimSuffix(startServe(t, bin, "--slots", "1", "--max-queue", "0"), "/run_code")
+	u := strings.TrimSuffix(startNode(t, bin, "--slots", "4"), "/run_code")
+	full := strings.TrimSuffix(startNode(t, bin, "--slots", "1", "--max-queue", "0"), "/run_code")
 	out := python(t, py, "../testdata/clients/sandbox_fusion_client.py", u, full)
 	t.Logf("SandboxFusion's client: %s", strings.TrimSpace(out))
 }
@@ -225,7 +225,7 @@ func TestVerlScorerAgainstServe(t *testing.T) {
 		runCases[[3]int{int(c["row"].(float64)), int(c["response_index"].(float64)), int(c["case_index"].(float64))}] = c
 	}
 
-	url := startServe(t, buildBinary(t), "--slots", "2")
+	url := startNode(t, buildBinary(t), "--slots", "2")
 	verl := python(t, py, "../testdata/clients/verl_scorer.py", rows, url)
 	var responses, compared, skipped, routed int
 	named := map[string]int{}

@@ -29,15 +29,15 @@ import (
 	"github.com/verl-score/verl-score/sandbox/image/imagetest"
 )
 
-// startServe starts a serve process on loopback with a store of its own
+// startNode starts a serve process on loopback with a store of its own
 // (a node of a fleet) and returns its /run_code URL.
-func startServe(t *testing.T, bin string, args ...string) string {
-	u, _ := startServeLogged(t, bin, args...)
+func startNode(t *testing.T, bin string, args ...string) string {
+	u, _ := startNodeLogged(t, bin, args...)
 	return u
 }
 
-// startServeLogged is startServe, and what serve has logged so far.
-func startServeLogged(t *testing.T, bin string, args ...string) (string, func() string) {
+// startNodeLogged is startNode, and what serve has logged so far.
+func startNodeLogged(t *testing.T, bin string, args ...string) (string, func() string) {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0", "--slots", "2"}, args...)...)
 	stderr, err := cmd.StderrPipe()
@@ -118,7 +118,7 @@ func TestSWEFleet(t *testing.T) {
 	bin := buildBinary(t)
 	var urls []string
 	for i := range 3 {
-		urls = append(urls, startServe(t, bin, "--image-store", filepath.Join(dir, fmt.Sprintf("node%d", i))))
+		urls = append(urls, startNode(t, bin, "--image-store", filepath.Join(dir, fmt.Sprintf("node%d", i))))
 	}
 	fleetOut, sum := filepath.Join(dir, "fleet.jsonl"), filepath.Join(dir, "sum.json")
 	args := []string{"run", in, "-o", fleetOut, "--summary", sum}

@@ -234,7 +234,7 @@ func TestTwoRunsShareOneStore(t *testing.T) {
 	store := filepath.Join(dir, "store")
 	bin := buildBinary(t)
 	// a serve process on the same store, sent the same rollout meanwhile
-	serveURL, serveLog := startServeLogged(t, bin, "--image-store", store)
+	serveURL, serveLog := startNodeLogged(t, bin, "--image-store", store)
 	served := make(chan string, 1)
 	go func() {
 		body, _ := json.Marshal(sandboxclient.SWERequest{Instance: inst, Patch: imagetest.CalcGoldPatch})
