@@ -354,11 +354,16 @@ func TestIsolationNone(t *testing.T) {
 func TestCompileTimeoutNotCached(t *testing.T) {
 	l := newLocal(t, Options{})
 	needTools(t, l, "cpp")
-	// A template instantiation deep enough to take a while to compile.
-	code := "#include <cstdio>\ntemplate<int N> struct F { static const long v = F<N-1>::v + F<N-2>::v; };\n" +
-		"template<> struct F<1> { static const long v = 1; };\ntemplate<> struct F<0> { static const long v = 0; };\n" +
-		"int main(){ std::printf(\"%ld\\n\", F<80>::v); }\n"
-	req := &sandboxclient.Request{Language: "cpp", Code: code, CompileTimeout: 0.001, RunTimeout: 10, MemoryLimitMB: 1024}
+	// Constant evaluation that takes the compiler about 3 s: past a 0.4 s
+	// limit even with the starvation grace (at most 4 times the limit).
+	// (A 1 ms limit on a quick compile was flaky: at 1 ms a compiler not
+	// yet scheduled has used no CPU, and a step whose processes have not
+	// run is waited for, jail's endedGrace.)
+	code := "#include <cstdio>\nconstexpr long f(long n, long k) { long s = 0; for (long i = 0; i < n; i++) " +
+		"s += (i * k) % 7; return s; }\nconstexpr long a = f(200000, 1) + f(200000, 2) + f(200000, 3) + " +
+		"f(200000, 4);\nconstexpr long b = f(200000, 5) + f(200000, 6) + f(200000, 8) + f(200000, 9);\n" +
+		"int main() { std::printf(\"%ld\\n\", a + b); }\n"
+	req := &sandboxclient.Request{Language: "cpp", Code: code, CompileTimeout: 0.4, RunTimeout: 10, MemoryLimitMB: 1024}
 	resp, err := l.Run(context.Background(), req)
 	if err != nil || resp.CompileResult == nil || resp.CompileResult.Status != sandboxclient.StepTimeLimitExceeded {
 		t.Fatalf("got %s, want a compile timeout", respText(resp, err))
