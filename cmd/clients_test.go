@@ -41,6 +41,19 @@ func clientsPython(t *testing.T) string {
 	return py
 }
 
+// needInPython skips loudly unless py runs code (an import), and fails
+// under CI=true.
+func needInPython(t *testing.T, py, code, what string) {
+	t.Helper()
+	if out, err := exec.Command(py, "-c", code).CombinedOutput(); err != nil {
+		msg := fmt.Sprintf("SKIPPED LOUDLY: no %s at %s: %s", what, py, out)
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+}
+
 func python(t *testing.T, py string, args ...string) string {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
@@ -153,13 +166,7 @@ func readByClients(t *testing.T, py, example string) {
 // a full server and its own timeout (testdata/clients/sandbox_fusion_client.py).
 func TestSandboxFusionClient(t *testing.T) {
 	py := clientsPython(t)
-	if out, err := exec.Command(py, "-c", "import sandbox_fusion").CombinedOutput(); err != nil {
-		msg := fmt.Sprintf("SKIPPED LOUDLY: no sandbox-fusion at %s: %s", py, out)
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	needInPython(t, py, "import sandbox_fusion", "sandbox-fusion")
 	bin := buildBinary(t)
 	u := strings.TrimSuffix(startNode(t, bin, "--slots", "4"), "/run_code")
 	full := strings.TrimSuffix(startNode(t, bin, "--slots", "1", "--max-queue", "0"), "/run_code")
@@ -185,13 +192,7 @@ func TestSandboxFusionClient(t *testing.T) {
 // verl-score's own driver (§3), so only whether there is one is compared.
 func TestVerlScorerAgainstServe(t *testing.T) {
 	py := clientsPython(t)
-	if out, err := exec.Command(py, "-c", "import importlib.metadata as m; m.distribution('verl')").CombinedOutput(); err != nil {
-		msg := fmt.Sprintf("SKIPPED LOUDLY: no verl at %s: %s", py, out)
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	needInPython(t, py, "import importlib.metadata as m; m.distribution('verl')", "verl")
 	files, err := filepath.Glob("../../shared/data/real/*.jsonl")
 	if err != nil || len(files) == 0 {
 		if os.Getenv("CI") == "true" {

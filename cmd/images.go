@@ -199,12 +199,12 @@ unpacked, the last use, whether a process holds it now, and its names.` + images
 				if im.InUse {
 					inUse = "yes"
 				}
-				names := append(append([]string{}, im.Refs...), im.Names...)
+				names := itemNames(im)
 				if len(names) == 0 {
 					names = []string{"(" + im.Source + ")"}
 				}
 				fmt.Fprintf(tw, "%s\t%.1f\t%d\t%s\t%s\t%s\n", im.ID[:min(12, len(im.ID))], mb(im.Bytes), im.Files,
-					ago(im.LastUsed), inUse, strings.Join(dedupe(names), ", "))
+					ago(im.LastUsed), inUse, strings.Join(names, ", "))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -248,7 +248,7 @@ remaining image names go with the last one.` + imagesExitHelp,
 			}
 			for _, im := range p.Images {
 				fmt.Fprintf(s.Out, "evicted %s\t%.1f MB\tlast used %s\t%s\n", im.ID[:min(12, len(im.ID))], mb(im.Bytes),
-					ago(im.LastUsed), strings.Join(dedupe(append(append([]string{}, im.Refs...), im.Names...)), ", "))
+					ago(im.LastUsed), strings.Join(itemNames(im), ", "))
 			}
 			fmt.Fprintf(s.Out, "%d images evicted, %d blobs removed, %.1f MB freed", len(p.Images), p.Blobs, mb(p.Bytes))
 			if p.Kept > 0 {
@@ -264,6 +264,12 @@ remaining image names go with the last one.` + imagesExitHelp,
 }
 
 func mb(n int64) float64 { return float64(n) / (1 << 20) }
+
+// itemNames are the names an image of the store is known by: those pulled
+// or imported to it, then those its unpack recorded.
+func itemNames(im image.Item) []string {
+	return dedupe(append(append([]string{}, im.Refs...), im.Names...))
+}
 
 // ago is a time as a duration before now, to the second.
 func ago(t time.Time) string {

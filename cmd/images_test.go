@@ -7,8 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -21,10 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/verl-score/verl-score/sandbox/image"
 	"github.com/verl-score/verl-score/sandbox/image/imagetest"
@@ -52,16 +47,13 @@ func smallImage(t *testing.T, own string, shared v1.Layer) v1.Image {
 // process holds, and removes the layers no image names any more.
 func TestImagesCommand(t *testing.T) {
 	needRootForImages(t)
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	srv := httptest.NewServer(quietRegistry())
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")
 	base := imagetest.FilesLayer(t, map[string]string{"usr/bin/tool": strings.Repeat("base", 100_000)})
 	refs := []string{host + "/swe/a:1", host + "/swe/b:1", host + "/swe/c:1"}
 	for i, ref := range refs {
-		tag, _ := name.NewTag(ref)
-		if err := remote.Write(tag, smallImage(t, string(rune('a'+i)), base)); err != nil {
-			t.Fatal(err)
-		}
+		pushImage(t, ref, smallImage(t, string(rune('a'+i)), base))
 	}
 	store := t.TempDir()
 	code, out, stderr := run(context.Background(), "images", "pull", refs[0], refs[1], "--image-store", store)
@@ -154,7 +146,7 @@ func TestImagesCommand(t *testing.T) {
 // for the rest alone (a Range request from there) and the image is whole.
 func TestImagesPullKilledResumes(t *testing.T) {
 	needRootForImages(t)
-	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	inner := quietRegistry()
 	var mu sync.Mutex
 	var ranges []string
 	var served int64
@@ -177,10 +169,7 @@ func TestImagesPullKilledResumes(t *testing.T) {
 	img := imagetest.Image(t, []string{"PATH=/usr/bin"}, "/", imagetest.FilesLayer(t, map[string]string{
 		"data/big.bin": string(noise)}))
 	ref := host + "/swe/big:1"
-	tag, _ := name.NewTag(ref)
-	if err := remote.Write(tag, img); err != nil {
-		t.Fatal(err)
-	}
+	pushImage(t, ref, img)
 	mu.Lock()
 	ranges, served = nil, 0
 	mu.Unlock()

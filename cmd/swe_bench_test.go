@@ -6,8 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -17,12 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/verl-score/verl-score/sandbox/image"
 	"github.com/verl-score/verl-score/sandbox/image/imagetest"
 )
 
@@ -56,19 +50,8 @@ func (w throttled) Write(p []byte) (int, error) {
 // target ≤ 10 %).
 func BenchmarkSWEPrefetch(b *testing.B) {
 	const k, perImage = 3, 4
-	cat, err := image.OpenCatalog(imagetest.CalcImages(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	e, err := cat.Find(imagetest.CalcRef)
-	if err != nil {
-		b.Fatal(err)
-	}
-	calc, err := e.Open()
-	if err != nil {
-		b.Fatal(err)
-	}
-	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	calc := calcImage(b, imagetest.CalcImages(b))
+	inner := quietRegistry()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/blobs/") {
 			w = throttled{w, 100 << 20}
@@ -90,18 +73,9 @@ func BenchmarkSWEPrefetch(b *testing.B) {
 			b.Fatal(err)
 		}
 		ref := fmt.Sprintf("%s/bench/calc-%d:1", host, i)
-		tag, _ := name.NewTag(ref)
-		if err := remote.Write(tag, img); err != nil {
-			b.Fatal(err)
-		}
-		inst := imagetest.CalcFixture(b).Instance()
-		inst["image"] = ref
-		gt, _ := json.Marshal(inst)
+		pushImage(b, ref, img)
 		for range perImage {
-			row, _ := json.Marshal(map[string]any{"data_source": "bench", "responses": []string{slow},
-				"reward_model": map[string]any{"ground_truth": string(gt)}})
-			rows.Write(row)
-			rows.WriteByte('\n')
+			rows.WriteString(calcRow(b, "bench", ref, slow))
 		}
 	}
 	in := writeFile(b, dir, "rows.jsonl", rows.String())

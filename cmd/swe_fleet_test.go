@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,13 +18,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/verl-score/verl-score/results"
-	"github.com/verl-score/verl-score/sandbox/image"
 	"github.com/verl-score/verl-score/sandbox/image/imagetest"
 )
 
@@ -75,19 +70,8 @@ func startNodeLogged(t *testing.T, bin string, args ...string) (string, func() s
 // says so.
 func TestSWEFleet(t *testing.T) {
 	_, images := sweDataset(t, nil, nil)
-	cat, err := image.OpenCatalog(images)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := cat.Find(imagetest.CalcRef)
-	if err != nil {
-		t.Fatal(err)
-	}
-	calc, err := e.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	calc := calcImage(t, images)
+	srv := httptest.NewServer(quietRegistry())
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")
 	wrong := strings.Replace(imagetest.CalcGoldPatch, "+    return a + b", "+    return a * b", 1)
@@ -99,18 +83,9 @@ func TestSWEFleet(t *testing.T) {
 			t.Fatal(err)
 		}
 		ref := fmt.Sprintf("%s/fleet/calc-%d:1", host, i)
-		tag, _ := name.NewTag(ref)
-		if err := remote.Write(tag, img); err != nil {
-			t.Fatal(err)
-		}
-		inst := imagetest.CalcFixture(t).Instance()
-		inst["image"] = ref
-		gt, _ := json.Marshal(inst)
+		pushImage(t, ref, img)
 		for _, resp := range [][]string{{imagetest.CalcGoldPatch, wrong}, {"no patch here", imagetest.CalcGoldPatch}} {
-			row, _ := json.Marshal(map[string]any{"data_source": "swe-fleet", "responses": resp,
-				"reward_model": map[string]any{"ground_truth": string(gt)}})
-			rows.Write(row)
-			rows.WriteByte('\n')
+			rows.WriteString(calcRow(t, "swe-fleet", ref, resp...))
 		}
 	}
 	dir := t.TempDir()

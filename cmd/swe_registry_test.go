@@ -7,8 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,11 +16,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/verl-score/verl-score/results"
 	"github.com/verl-score/verl-score/sandbox/image"
@@ -38,44 +33,24 @@ import (
 // the row is an environment error, not a 0.
 func TestSWEPullsFromARegistry(t *testing.T) {
 	_, images := sweDataset(t, nil, nil)
-	cat, err := image.OpenCatalog(images)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := cat.Find(imagetest.CalcRef)
-	if err != nil {
-		t.Fatal(err)
-	}
-	calc, err := e.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
+	calc := calcImage(t, images)
 	plus, err := mutate.AppendLayers(calc, imagetest.FilesLayer(t, map[string]string{"opt/notes.txt": "a layer of its own\n"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	srv := httptest.NewServer(quietRegistry())
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")
 	digests := map[string]v1.Hash{}
 	for ref, img := range map[string]v1.Image{host + "/fixture/calc:1": calc, host + "/fixture/calc-plus:1": plus} {
-		tag, _ := name.NewTag(ref)
-		if err := remote.Write(tag, img); err != nil {
-			t.Fatal(err)
-		}
+		pushImage(t, ref, img)
 		digests[ref], _ = img.Digest()
 	}
 	dir := t.TempDir()
 	rows := func(refs ...string) string {
 		var b strings.Builder
 		for _, ref := range refs {
-			inst := imagetest.CalcFixture(t).Instance()
-			inst["image"] = ref
-			gt, _ := json.Marshal(inst)
-			row, _ := json.Marshal(map[string]any{"data_source": "swe-fixture", "responses": []string{imagetest.CalcGoldPatch},
-				"reward_model": map[string]any{"ground_truth": string(gt)}})
-			b.Write(row)
-			b.WriteByte('\n')
+			b.WriteString(calcRow(t, "swe-fixture", ref, imagetest.CalcGoldPatch))
 		}
 		return writeFile(t, dir, fmt.Sprintf("rows-%d.jsonl", len(refs)), b.String())
 	}
@@ -195,21 +170,10 @@ func TestSWEPullsFromARegistry(t *testing.T) {
 // it and say so), and each scores every rollout.
 func TestTwoRunsShareOneStore(t *testing.T) {
 	_, images := sweDataset(t, nil, nil)
-	cat, err := image.OpenCatalog(images)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := cat.Find(imagetest.CalcRef)
-	if err != nil {
-		t.Fatal(err)
-	}
-	calc, err := e.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
+	calc := calcImage(t, images)
 	var mu sync.Mutex
 	gets := map[string]int{}
-	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	inner := quietRegistry()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/blobs/") {
 			mu.Lock()
@@ -220,17 +184,12 @@ func TestTwoRunsShareOneStore(t *testing.T) {
 	}))
 	defer srv.Close()
 	ref := strings.TrimPrefix(srv.URL, "http://") + "/fixture/calc:2"
-	tag, _ := name.NewTag(ref)
-	if err := remote.Write(tag, calc); err != nil {
-		t.Fatal(err)
-	}
+	pushImage(t, ref, calc)
 	inst := imagetest.CalcFixture(t).Instance()
 	inst["image"] = ref
-	gt, _ := json.Marshal(inst)
-	row, _ := json.Marshal(map[string]any{"data_source": "swe-fixture", "responses": []string{imagetest.CalcGoldPatch,
-		imagetest.CalcGoldPatch}, "reward_model": map[string]any{"ground_truth": string(gt)}})
+	row := calcRow(t, "swe-fixture", ref, imagetest.CalcGoldPatch, imagetest.CalcGoldPatch)
 	dir := t.TempDir()
-	in := writeFile(t, dir, "rows.jsonl", string(row)+"\n"+string(row)+"\n")
+	in := writeFile(t, dir, "rows.jsonl", row+row)
 	store := filepath.Join(dir, "store")
 	bin := buildBinary(t)
 	// a serve process on the same store, sent the same rollout meanwhile

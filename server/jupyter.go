@@ -3,9 +3,7 @@ package server
 import (
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -92,14 +90,9 @@ func (s *Server) runJupyter(w http.ResponseWriter, r *http.Request) (int, string
 		)
 		return http.StatusServiceUnavailable, ""
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return s.tooLarge(w), ""
-		}
-		writeJSON(w, http.StatusBadRequest, map[string]string{"detail": "could not read the request body"})
-		return http.StatusBadRequest, ""
+	body, code := s.readBody(w, r)
+	if code != 0 {
+		return code, ""
 	}
 	req := JupyterRequest{TotalTimeout: defaultTotalTimeout, MemoryLimitMB: -1, Kernel: "python3"}
 	if problems := decodeJupyter(body, &req); len(problems) > 0 {

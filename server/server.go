@@ -318,18 +318,9 @@ func (s *Server) runCode(w http.ResponseWriter, r *http.Request) (code int, stat
 		)
 		return http.StatusServiceUnavailable, "", ""
 	}
-	if r.ContentLength > s.opts.MaxBodyBytes {
-		return s.tooLarge(w), "", ""
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return s.tooLarge(w), "", ""
-		}
-		// The client went away or sent a broken body; nobody reads this.
-		writeJSON(w, http.StatusBadRequest, map[string]string{"detail": "could not read the request body"})
-		return http.StatusBadRequest, "", ""
+	body, code := s.readBody(w, r)
+	if code != 0 {
+		return code, "", ""
 	}
 	req, problems := decodeRunRequest(body)
 	if len(problems) > 0 {
@@ -372,6 +363,26 @@ func (s *Server) runCode(w http.ResponseWriter, r *http.Request) (code int, stat
 	w.Header().Set(sandboxclient.QueueWaitHeader, strconv.FormatFloat(queueWait.Seconds(), 'f', 6, 64))
 	writeJSON(w, http.StatusOK, resp)
 	return http.StatusOK, resp.Status, lang
+}
+
+// readBody reads a request's body up to --max-body. When it cannot, it
+// answers (413 past the bound, 400 for a body that could not be read) and
+// returns that status; 0 when body is whole.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, code int) {
+	if r.ContentLength > s.opts.MaxBodyBytes {
+		return nil, s.tooLarge(w)
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, s.tooLarge(w)
+		}
+		// The client went away or sent a broken body; nobody reads this.
+		writeJSON(w, http.StatusBadRequest, map[string]string{"detail": "could not read the request body"})
+		return nil, http.StatusBadRequest
+	}
+	return body, 0
 }
 
 func (s *Server) tooLarge(w http.ResponseWriter) int {

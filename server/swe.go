@@ -2,8 +2,6 @@ package server
 
 import (
 	"encoding/json"
-	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"time"
@@ -60,14 +58,9 @@ func (s *Server) runSWE(w http.ResponseWriter, r *http.Request) (int, string) {
 			"to another server"})
 		return http.StatusServiceUnavailable, ""
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return s.tooLarge(w), ""
-		}
-		writeJSON(w, http.StatusBadRequest, map[string]string{"detail": "could not read the request body"})
-		return http.StatusBadRequest, ""
+	body, code := s.readBody(w, r)
+	if code != 0 {
+		return code, ""
 	}
 	var req sandboxclient.SWERequest
 	if err := json.Unmarshal(body, &req); err != nil {
